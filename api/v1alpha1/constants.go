@@ -1,0 +1,132 @@
+package v1alpha1
+
+// Every label, finalizer, condition type, reason and field-owner name the operator
+// writes lives here, so that no controller spells one differently.
+
+// FieldOwner is the server-side-apply field manager of everything the operator declares.
+const FieldOwner = "polycrate-operator"
+
+// DefaultOperatorConfigName is the only name an OperatorConfig may have.
+const DefaultOperatorConfigName = "default"
+
+// DefaultOperatorNamespace is the namespace the operator runs in unless told otherwise.
+const DefaultOperatorNamespace = "polycrate"
+
+// Labels on discovered custom resources.
+const (
+	// LabelDiscovered marks every CR created by discovery; the stale sweep's scope.
+	LabelDiscovered = "polycrate_discovered"
+	// LabelOperatorDiscovered is the older discovered label the seed's K8sApp and
+	// Certificate examples show; set alongside LabelDiscovered on those kinds.
+	LabelOperatorDiscovered = "operator.polycrate.io/discovered"
+	// LabelValueTrue is the value of the boolean labels above.
+	LabelValueTrue = "true"
+
+	// LabelEndpointSourceIngress names the Ingress an Endpoint was discovered from.
+	LabelEndpointSourceIngress = "endpoints.polycrate.io/source-ingress"
+	// LabelEndpointSourceHTTPRoute names the HTTPRoute an Endpoint was discovered from.
+	LabelEndpointSourceHTTPRoute = "endpoints.polycrate.io/source-httproute"
+
+	// LabelK8sAppBlock, LabelK8sAppKind and LabelK8sAppType describe a K8sApp's block.
+	LabelK8sAppBlock = "k8sapps.polycrate.io/block"
+	LabelK8sAppKind  = "k8sapps.polycrate.io/kind"
+	LabelK8sAppType  = "k8sapps.polycrate.io/type"
+	// LabelK8sAppDiscoverySource names the source kind a K8sApp came from
+	// (secret, pod, ingress, httproute).
+	LabelK8sAppDiscoverySource = "k8sapps.polycrate.io/discovery-source"
+	// LabelK8sAppNameDeprecated is the pre-0.38.0 label that linked an Ingress to a
+	// K8sApp; it is honoured and then removed from the source.
+	LabelK8sAppNameDeprecated = "k8sapps.polycrate.io/name"
+
+	// LabelCertificateIssuer, LabelCertificateSource and LabelCertificateReady
+	// describe a discovered Certificate.
+	LabelCertificateIssuer = "certificates.polycrate.io/issuer"
+	LabelCertificateSource = "certificates.polycrate.io/source"
+	LabelCertificateReady  = "certificates.polycrate.io/ready"
+
+	// LabelHostSourceNode names the Node a Host was discovered from.
+	LabelHostSourceNode = "hosts.polycrate.io/source-node"
+	// LabelVolumeSourcePV names the PersistentVolume a K8sVolume was discovered from.
+	LabelVolumeSourcePV = "volumes.polycrate.io/source-pv"
+	// LabelBackupProvider and LabelBackupSource describe a discovered Backup or BackupSchedule.
+	LabelBackupProvider = "backups.polycrate.io/provider"
+	LabelBackupSource   = "backups.polycrate.io/source"
+
+	// Labels of the credentials Secret an S3Bucket owns.
+	LabelManagedBy        = "polycrate_managed_by"
+	LabelObjectType       = "polycrate_object_type"
+	LabelS3BucketName     = "polycrate_s3_bucket_name"
+	LabelS3BucketRegion   = "polycrate_s3_bucket_region"
+	ManagedByOperator     = "operator"
+	ObjectTypeCredentials = "s3-credentials"
+)
+
+// Finalizers. Kubernetes validates finalizer names as qualified names, so they
+// follow polycrate.io/<resource>-<purpose>; the two source finalizers keep the
+// literal names the seed gives them.
+const (
+	// FinalizerIngressDiscovery is set on a discovered Ingress.
+	FinalizerIngressDiscovery = "endpoints.polycrate.io/discovery-cleanup"
+	// FinalizerHTTPRouteDiscovery is set on a discovered HTTPRoute.
+	FinalizerHTTPRouteDiscovery = "endpoints.polycrate.io/httproute-discovery-cleanup"
+
+	// API-cleanup finalizers on the operator's own CRs: each removes the CR's API object.
+	FinalizerEndpointCleanup       = "polycrate.io/endpoint-cleanup"
+	FinalizerK8sAppCleanup         = "polycrate.io/k8sapp-cleanup"
+	FinalizerHostCleanup           = "polycrate.io/host-cleanup"
+	FinalizerK8sVolumeCleanup      = "polycrate.io/k8svolume-cleanup"
+	FinalizerBackupCleanup         = "polycrate.io/backup-cleanup"
+	FinalizerBackupScheduleCleanup = "polycrate.io/backupschedule-cleanup"
+	FinalizerCertificateCleanup    = "polycrate.io/certificate-cleanup"
+	FinalizerS3BucketCleanup       = "polycrate.io/s3bucket-cleanup"
+	FinalizerK8sClusterCleanup     = "polycrate.io/k8scluster-cleanup"
+)
+
+// Condition types.
+const (
+	ConditionReady                  = "Ready"
+	ConditionAPIConnected           = "APIConnected"
+	ConditionWorkspaceResolved      = "WorkspaceResolved"
+	ConditionLocalClusterRegistered = "LocalClusterRegistered"
+	ConditionSynced                 = "Synced"
+)
+
+// Condition reasons shared by the controllers.
+const (
+	ReasonSynced                  = "Synced"
+	ReasonReconciling             = "Reconciling"
+	ReasonInvalidSpec             = "InvalidSpec"
+	ReasonAPIError                = "APIError"
+	ReasonAPIUnavailable          = "APIUnavailable"
+	ReasonUnauthorized            = "Unauthorized"
+	ReasonForbidden               = "Forbidden"
+	ReasonSecretNotFound          = "SecretNotFound"
+	ReasonSecretKeyMissing        = "SecretKeyMissing"
+	ReasonWaitingForLocalCluster  = "WaitingForLocalCluster"
+	ReasonNotSingleton            = "NotSingleton"
+	ReasonDisabled                = "Disabled"
+	ReasonDeleting                = "Deleting"
+	ReasonRecreated               = "Recreated"
+	ReasonAdopted                 = "Adopted"
+	ReasonConflict                = "Conflict"
+	ReasonUnreachable             = "Unreachable"
+	ReasonInvalidCACertificate    = "InvalidCACertificate"
+	ReasonWorkspaceNotResolved    = "WorkspaceNotResolved"
+	ReasonLocalClusterNotCreated  = "LocalClusterNotConfigured"
+	ReasonLocalClusterRegistered  = "Registered"
+	ReasonLocalClusterAdopted     = "AdoptedExisting"
+	ReasonOperatorConfigMissing   = "OperatorConfigMissing"
+	ReasonProvisioning            = "Provisioning"
+	ReasonWaitingForCredentials   = "WaitingForCredentials"
+	ReasonUnknownRegion           = "UnknownRegion"
+	ReasonBucketNameTaken         = "BucketNameTaken"
+	ReasonAlreadyClaimed          = "AlreadyClaimed"
+	ReasonQuotaExceeded           = "QuotaExceeded"
+)
+
+// Sync status values (the snake_case kinds' status.sync_status).
+const (
+	SyncStatusPending = "pending"
+	SyncStatusSynced  = "synced"
+	SyncStatusError   = "error"
+)

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/kube"
+	"github.com/polycrate/polycrate-operator/internal/manager"
+	"github.com/polycrate/polycrate-operator/internal/version"
+)
+
+// runOptions are the flags of `polycrate-operator run`.
+type runOptions struct {
+	kube    kubeFlags
+	mgr     manager.Options
+	qps     float32
+	burst   int
+	zapOpts zap.Options
+}
+
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return polycratev1alpha1.DefaultOperatorNamespace
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{zapOpts: zap.Options{}}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the operator",
+		Long: `Start the operator's manager: its controllers, health probes (/healthz, /readyz) and
+Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
+		Example: `  polycrate-operator run --kubeconfig ~/.kube/config
+  polycrate-operator run --leader-elect
+  polycrate-operator run --metrics-bind-address :8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr())))
+			log := ctrl.Log.WithName("setup")
+
+			cfg, err := kube.RESTConfig(kube.ConfigOptions{
+				Kubeconfig: o.kube.kubeconfig, Context: o.kube.context,
+				QPS: o.qps, Burst: o.burst, UserAgent: userAgent(),
+			})
+			if err != nil {
+				return err
+			}
+			mgr, err := manager.New(cfg, o.mgr)
+			if err != nil {
+				return fmt.Errorf("creating the manager: %w", err)
+			}
+			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
+				"apiServer", cfg.Host, "namespace", o.mgr.OperatorNamespace, "leaderElection", o.mgr.LeaderElect,
+				"metrics", o.mgr.MetricsBindAddress, "healthProbes", o.mgr.HealthProbeBindAddress,
+				"maxConcurrentReconciles", o.mgr.MaxConcurrentReconciles)
+			if err := mgr.Start(cmd.Context()); err != nil {
+				return fmt.Errorf("running the manager: %w", err)
+			}
+			log.Info("polycrate-operator stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	o.kube.bind(cmd)
+	f.BoolVar(&o.mgr.LeaderElect, "leader-elect", false, "enable leader election for HA (one active replica; a Lease in --namespace)")
+	f.StringVar(&o.mgr.MetricsBindAddress, "metrics-bind-address", manager.DefaultMetricsBindAddress, `address of the Prometheus metrics endpoint ("0" disables it)`)
+	f.StringVar(&o.mgr.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultHealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" disables them)`)
+	f.IntVar(&o.mgr.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many objects each controller reconciles at once")
+	f.StringVar(&o.mgr.OperatorNamespace, "namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig, token Secret and leader-election Lease ($POD_NAMESPACE)")
+	f.StringVar(&o.mgr.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
+	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the Kubernetes API")
+	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
+	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zapOpts.BindFlags(zfs)
+	f.AddGoFlagSet(zfs)
+	return cmd
+}

@@ -1,0 +1,149 @@
+package crds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+)
+
+// Action is what installing one CRD did (or, in a dry run, would do).
+type Action string
+
+// The three outcomes of installing a CRD.
+const (
+	Created   Action = "created"
+	Updated   Action = "updated"
+	Unchanged Action = "unchanged"
+)
+
+// Result is the outcome for one CRD.
+type Result struct {
+	Name   string
+	Kind   string
+	Action Action
+}
+
+// InstallOptions tune Install.
+type InstallOptions struct {
+	// DryRun asks the API server to validate and default without persisting anything.
+	DryRun bool
+	// EstablishTimeout bounds the wait for every CRD to be Established (default 60 s).
+	EstablishTimeout time.Duration
+	// FieldOwner is the server-side-apply field manager (default polycrate-operator).
+	FieldOwner string
+}
+
+// Install applies the given CRDs with server-side apply (idempotent, taking
+// ownership of the fields it declares), reports per CRD whether it was created,
+// updated or unchanged, and waits until every one is Established. With DryRun,
+// nothing is changed and nothing is waited for; the results say what would happen.
+func Install(ctx context.Context, c client.Client, list []CRD, opts InstallOptions) ([]Result, error) {
+	if opts.EstablishTimeout == 0 {
+		opts.EstablishTimeout = 60 * time.Second
+	}
+	if opts.FieldOwner == "" {
+		opts.FieldOwner = polycratev1alpha1.FieldOwner
+	}
+	results := make([]Result, 0, len(list))
+	for _, crd := range list {
+		r, err := applyOne(ctx, c, crd, opts)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	if opts.DryRun {
+		return results, nil
+	}
+	for _, crd := range list {
+		if err := waitEstablished(ctx, c, crd.Object.Name, opts.EstablishTimeout); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func applyOne(ctx context.Context, c client.Client, crd CRD, opts InstallOptions) (Result, error) {
+	res := Result{Name: crd.Object.Name, Kind: crd.Kind()}
+
+	before := &apiextensionsv1.CustomResourceDefinition{}
+	existed := true
+	if err := c.Get(ctx, client.ObjectKey{Name: crd.Object.Name}, before); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return res, fmt.Errorf("reading CRD %s: %w", crd.Object.Name, err)
+		}
+		existed = false
+	}
+
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(crd.Raw, &u.Object); err != nil {
+		return res, fmt.Errorf("decoding CRD %s: %w", crd.Object.Name, err)
+	}
+	applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldOwner), client.ForceOwnership}
+	if opts.DryRun {
+		applyOpts = append(applyOpts, client.DryRunAll)
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+		return res, fmt.Errorf("applying CRD %s: %w", crd.Object.Name, err)
+	}
+	if !existed {
+		res.Action = Created
+		return res, nil
+	}
+
+	after := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, after); err != nil {
+		return res, fmt.Errorf("decoding applied CRD %s: %w", crd.Object.Name, err)
+	}
+	res.Action = Unchanged
+	if !equality.Semantic.DeepEqual(before.Spec, after.Spec) ||
+		!maps.Equal(before.Labels, after.Labels) || !maps.Equal(before.Annotations, after.Annotations) {
+		res.Action = Updated
+	}
+	return res, nil
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, cond := range crd.Status.Conditions {
+			switch cond.Type {
+			case apiextensionsv1.Established:
+				if cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+				last = "Established=" + string(cond.Status) + ": " + cond.Message
+			case apiextensionsv1.NamesAccepted:
+				if cond.Status == apiextensionsv1.ConditionFalse {
+					return false, fmt.Errorf("CRD %s: names not accepted: %s", name, cond.Message)
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		if last != "" && (errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err)) {
+			return fmt.Errorf("CRD %s not established after %s (%s)", name, timeout, last)
+		}
+		return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+// Package kube loads the Kubernetes client configuration the way every command of
+// the CLI does: --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else in-cluster.
+package kube
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ConfigOptions tune the REST client configuration.
+type ConfigOptions struct {
+	// Kubeconfig is an explicit kubeconfig path; empty uses the defaults.
+	Kubeconfig string
+	// Context selects a kubeconfig context; empty uses the current one.
+	Context string
+	// QPS and Burst limit requests to the Kubernetes API; zero keeps client-go's defaults.
+	QPS   float32
+	Burst int
+	// UserAgent identifies the operator to the API server.
+	UserAgent string
+}
+
+// RESTConfig loads the client configuration.
+func RESTConfig(o ConfigOptions) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) || errors.Is(err, clientcmd.ErrEmptyConfig) {
+			return nil, errors.New("no Kubernetes configuration found: pass --kubeconfig, set $KUBECONFIG, create ~/.kube/config, or run inside a cluster")
+		}
+		if o.Kubeconfig != "" {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return nil, fmt.Errorf("loading Kubernetes configuration: %w", err)
+	}
+	if o.QPS > 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst > 0 {
+		cfg.Burst = o.Burst
+	}
+	if o.UserAgent != "" {
+		cfg.UserAgent = o.UserAgent
+	}
+	return cfg, nil
+}

@@ -1,0 +1,136 @@
+// Package manager builds the operator's one controller-runtime manager: one cache,
+// one client, one metrics registry, health probes and leader election. Every
+// controller, webhook server and the agent are added to it.
+package manager
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/version"
+)
+
+// Defaults of the run command's flags.
+const (
+	DefaultMetricsBindAddress     = ":8080"
+	DefaultHealthProbeBindAddress = ":8081"
+	DefaultLeaderElectionID       = "polycrate-operator.polycrate.io"
+	DefaultGracefulShutdown       = 30 * time.Second
+)
+
+// Options configure the manager.
+type Options struct {
+	// MetricsBindAddress serves /metrics; "0" turns it off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
+	HealthProbeBindAddress string
+	// LeaderElect makes only one replica active at a time (a Lease in OperatorNamespace).
+	LeaderElect bool
+	// LeaderElectionID is the Lease's name.
+	LeaderElectionID string
+	// OperatorNamespace is where the operator runs: its Lease, OperatorConfig and token Secret.
+	OperatorNamespace string
+	// MaxConcurrentReconciles is the default concurrency of every controller.
+	MaxConcurrentReconciles int
+	// GracefulShutdownTimeout bounds how long runnables may take to stop.
+	GracefulShutdownTimeout time.Duration
+}
+
+// NewScheme returns the scheme with every type the operator reads or writes.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(polycratev1alpha1.AddToScheme(s))
+	return s
+}
+
+// New builds the manager.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.OperatorNamespace == "" {
+		o.OperatorNamespace = polycratev1alpha1.DefaultOperatorNamespace
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		o.MaxConcurrentReconciles = controller.DefaultMaxConcurrentReconciles
+	}
+	if o.GracefulShutdownTimeout == 0 {
+		o.GracefulShutdownTimeout = DefaultGracefulShutdown
+	}
+	shutdown := o.GracefulShutdownTimeout
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: NewScheme(),
+		Cache: cache.Options{
+			// Nothing the operator does reads managedFields: never keep them in memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.OperatorNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+		Controller: config.Controller{
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
+		return nil, err
+	}
+	registerInfoMetric()
+	return mgr, nil
+}
+
+// cacheSynced reports ready once the manager's cache has started and synced.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer cache not synced yet")
+		}
+		return nil
+	}
+}
+
+var infoOnce sync.Once
+
+// registerInfoMetric exposes polycrate_operator_info{version,commit} = 1.
+func registerInfoMetric() {
+	infoOnce.Do(func() {
+		info := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "polycrate_operator_info",
+			Help: "Build information of the running Polycrate Operator; always 1.",
+		}, []string{"version", "commit"})
+		info.WithLabelValues(version.Get(), version.Commit).Set(1)
+		ctrlmetrics.Registry.MustRegister(info)
+	})
+}
