@@ -5,9 +5,11 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 )
 
 // ConfigOptions tune the REST client configuration.
@@ -27,6 +29,10 @@ type ConfigOptions struct {
 func RESTConfig(o ConfigOptions) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.Kubeconfig
+	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
+		// clientcmd resolves ~ once at program start; resolve it now so $HOME is honoured.
+		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
