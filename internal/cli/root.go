@@ -25,8 +25,12 @@ Polycrate API. It is configured by one OperatorConfig named "default" in its nam
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			// Commands other than run log little; give controller-runtime a logger so
-			// it never complains that none was set. run replaces it with its flags.
-			ctrl.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr())))
+			// it never complains that none was set. Not for run: controller-runtime
+			// takes only the first logger it is given, and run builds its own from
+			// its --zap-* flags.
+			if cmd.Name() != "run" {
+				ctrl.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr())))
+			}
 		},
 	}
 	root.AddCommand(

@@ -44,8 +44,10 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
   polycrate-operator run --metrics-bind-address :8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr())))
-			log := ctrl.Log.WithName("setup")
+			logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))
+			ctrl.SetLogger(logger)
+			o.mgr.Logger = logger
+			log := logger.WithName("setup")
 
 			cfg, err := kube.RESTConfig(kube.ConfigOptions{
 				Kubeconfig: o.kube.kubeconfig, Context: o.kube.context,

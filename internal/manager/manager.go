@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// GracefulShutdownTimeout bounds how long runnables may take to stop.
 	GracefulShutdownTimeout time.Duration
+	// Logger is the manager's (and its controllers') logger; empty uses ctrl.Log.
+	Logger logr.Logger
 }
 
 // NewScheme returns the scheme with every type the operator reads or writes.
@@ -81,6 +84,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: NewScheme(),
+		Logger: o.Logger,
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),

@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+)
+
+func countLines(out, re string) int {
+	return len(regexp.MustCompile(re).FindAllString(out, -1))
+}
+
+func httpGet(url string) (int, string, error) {
+	resp, err := http.Get(url) //nolint:noctx // test helper
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// Ordered: install-crds changes cluster-wide state that status and run depend on.
+var _ = Describe("against a cluster", Ordered, func() {
+	ctx := context.Background()
+
+	It("status works before the CRDs exist and says so per kind", func() {
+		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(HavePrefix("Polycrate Operator Status\n=========================\nCluster: " + clusterURL + "\n"))
+		Expect(countLines(out, `\(CRD not installed: run 'polycrate-operator install-crds'\)`)).To(Equal(10))
+	})
+
+	It("install-crds --dry-run says what it would create and changes nothing", func() {
+		out, _, err := execute(ctx, "install-crds", "--kubeconfig", kubeconfig, "--dry-run")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(countLines(out, `(?m)^customresourcedefinition\.apiextensions\.k8s\.io/\S+\.polycrate\.io created \(server dry run\)$`)).To(Equal(10))
+		Expect(out).To(ContainSubstring("10 CRDs: 10 created, 0 updated, 0 unchanged — dry run against " + clusterURL + ", nothing was changed"))
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		Expect(k8s.List(ctx, list)).To(Succeed())
+		for _, crd := range list.Items {
+			Expect(crd.Spec.Group).NotTo(Equal("polycrate.io"), "dry run created %s", crd.Name)
+		}
+	})
+
+	It("install-crds creates all ten, then reports them unchanged", func() {
+		out, _, err := execute(ctx, "install-crds", "--kubeconfig", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(countLines(out, `(?m)^customresourcedefinition\.apiextensions\.k8s\.io/\S+\.polycrate\.io created$`)).To(Equal(10))
+		Expect(out).To(ContainSubstring("10 CRDs: 10 created, 0 updated, 0 unchanged — all established"))
+
+		out, _, err = execute(ctx, "install-crds", "--kubeconfig", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(countLines(out, `(?m) unchanged$`)).To(Equal(10))
+		Expect(out).To(ContainSubstring("10 CRDs: 0 created, 0 updated, 10 unchanged"))
+
+		out, _, err = execute(ctx, "install-crds", "--kubeconfig", kubeconfig, "--dry-run")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("10 CRDs: 0 created, 0 updated, 10 unchanged — dry run"))
+	})
+
+	It("install-crds fails clearly without a cluster", func() {
+		_, _, err := execute(ctx, "install-crds", "--kubeconfig", "/does/not/exist")
+		Expect(err).To(MatchError(ContainSubstring("/does/not/exist")))
+	})
+
+	It("status prints the seed's layout: a section per kind with NAME, NAMESPACE, PHASE", func() {
+		for _, ns := range []string{"polycrate", "production"} {
+			err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		kc := &v1.K8sCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "production-cluster", Namespace: "polycrate"},
+			Spec: v1.K8sClusterSpec{APIServer: "https://api.prod.example.com:6443", Authentication: v1.K8sClusterAuthentication{
+				ServiceAccountToken: &v1.SecretReference{SecretRef: v1.SecretKeySelector{Name: "prod-cluster-token", Key: "token"}}}},
+		}
+		Expect(k8s.Create(ctx, kc)).To(Succeed())
+		kc.Status.Phase = "Ready"
+		Expect(k8s.Status().Update(ctx, kc)).To(Succeed())
+		Expect(k8s.Create(ctx, &v1.Host{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"},
+			Spec: v1.HostSpec{Name: "worker-1", Hostname: "worker-1"}})).To(Succeed())
+
+		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("Polycrate Operator Status\n=========================\nCluster: " + clusterURL + "\n"))
+		Expect(out).To(MatchRegexp(`\nK8sClusters\n-----------\n  NAME\s+NAMESPACE\s+PHASE\n  production-cluster\s+polycrate\s+Ready\n`))
+		Expect(out).To(MatchRegexp(`\nHosts\n-----\n  NAME\s+NAMESPACE\s+PHASE\n  worker-1\s+-\s+-\n`))
+		Expect(out).To(ContainSubstring("\nEndpoints\n---------\n  (none)\n"))
+		for _, k := range allKinds {
+			Expect(out).To(ContainSubstring("\n" + k + "s\n" + strings.Repeat("-", len(k)+1) + "\n"))
+		}
+
+		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-n", "production")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("\nK8sClusters\n-----------\n  (none)\n"))
+	})
+
+	It("run starts the manager, serves /healthz, /readyz and /metrics, holds the Lease, and stops cleanly", func() {
+		probeAddr, metricsAddr := freeAddr(), freeAddr()
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		var logs strings.Builder
+		go func() {
+			defer GinkgoRecover()
+			_, stderr, err := execute(runCtx, "run", "--kubeconfig", kubeconfig, "--leader-elect",
+				"--namespace", "polycrate", "--health-probe-bind-address", probeAddr,
+				"--metrics-bind-address", metricsAddr, "--graceful-shutdown-timeout", "10s")
+			logs.WriteString(stderr)
+			done <- err
+		}()
+
+		Eventually(func() error {
+			_, _, err := execute(ctx, "health", "--url", "http://"+probeAddr, "--timeout", "1s")
+			return err
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		code, body, err := httpGet("http://" + metricsAddr + "/metrics")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(body).To(MatchRegexp(`(?m)^polycrate_operator_info\{commit="[^"]*",version="[^"]+"\} 1$`))
+		Expect(body).To(ContainSubstring("leader_election_master_status"))
+
+		lease := &coordinationv1.Lease{}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "polycrate-operator.polycrate.io"}, lease)
+		}, 30*time.Second).Should(Succeed())
+		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+
+		cancel()
+		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
+		Expect(logs.String()).To(ContainSubstring("starting polycrate-operator"))
+		Expect(logs.String()).To(ContainSubstring("polycrate-operator stopped"))
+
+		// Leader election released the Lease on a clean stop.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "").To(BeTrue(), "lease still held after stop")
+
+		// The probe port is closed again.
+		_, _, err = execute(ctx, "health", "--url", "http://"+probeAddr, "--timeout", "1s")
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("run fails clearly with an unusable kubeconfig", func() {
+		_, _, err := execute(ctx, "run", "--kubeconfig", "/does/not/exist", "--health-probe-bind-address", "0", "--metrics-bind-address", "0")
+		Expect(err).To(MatchError(ContainSubstring("loading kubeconfig /does/not/exist")))
+	})
+})
