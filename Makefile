@@ -43,7 +43,7 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=polycrate-operator-manager crd paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -72,6 +72,10 @@ verify: manifests generate ## Regenerate and fail if generated files (CRDs, deep
 .PHONY: build
 build: manifests generate ## Build the operator binary into bin/.
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/polycrate-operator ./cmd/polycrate-operator
+
+.PHONY: demo
+demo: envtest ## Run the operator on embedded defaults: local control plane + CRDs + OperatorConfig + operator (Ctrl-C stops all).
+	go run ./hack/demo $(DEMO_ARGS)
 
 .PHONY: run
 run: manifests generate ## Run the operator against the current kubeconfig.

@@ -1,0 +1,19 @@
+package controller
+
+// RBAC the operator's manager needs, generated into config/rbac/role.yaml by
+// `make manifests`. Each later controller adds the markers for what it reads and
+// writes, next to its code; this file holds what the manager as a whole needs.
+//
+// The operator's own kinds: it writes the discovered ones, their status, and the
+// finalizers it sets.
+// +kubebuilder:rbac:groups=polycrate.io,resources=operatorconfigs;k8sclusters;endpoints;hosts;k8sapps;k8svolumes;backups;backupschedules;certificates;s3buckets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=polycrate.io,resources=operatorconfigs/status;k8sclusters/status;endpoints/status;hosts/status;k8sapps/status;k8svolumes/status;backups/status;backupschedules/status;certificates/status;s3buckets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=polycrate.io,resources=operatorconfigs/finalizers;k8sclusters/finalizers;endpoints/finalizers;hosts/finalizers;k8sapps/finalizers;k8svolumes/finalizers;backups/finalizers;backupschedules/finalizers;certificates/finalizers;s3buckets/finalizers,verbs=update
+//
+// Events explain what the operator did and why something failed.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// CRDs are read to learn which third-party kinds (Gateway API, cert-manager,
+// Velero, CloudNativePG) exist, so their controllers start when they appear.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

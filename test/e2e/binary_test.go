@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+)
+
+// The identity the Deployment in config/manager runs as.
+const serviceAccountUser = "system:serviceaccount:polycrate:polycrate-operator"
+
+func run(args ...string) *gexec.Session {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG=")
+	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+func freePort() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// applyManifests applies every document of the given files with server-side apply.
+func applyManifests(files ...string) {
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err != nil {
+				Expect(err.Error()).To(Equal("EOF"), f)
+				break
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			Expect(k8s.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+				client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed(), "%s: %s %s", f, u.GetKind(), u.GetName())
+		}
+	}
+}
+
+var _ = Describe("the polycrate-operator binary", Ordered, func() {
+	ctx := context.Background()
+	var saKubeconfig string
+
+	It("reports the version injected at build time", func() {
+		s := run("version")
+		Eventually(s).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(HavePrefix("polycrate-operator " + e2eVersion + " "))
+	})
+
+	It("exits non-zero with a message for an unknown kind", func() {
+		s := run("crds", "--kind", "Organization")
+		Eventually(s).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(ContainSubstring(`Error: unknown kind "Organization"; valid kinds are: OperatorConfig,`))
+	})
+
+	It("installs its CRDs, and the kustomize RBAC and manager manifests are accepted", func() {
+		s := run("install-crds", "--kubeconfig", adminKubeconfig)
+		Eventually(s, 60*time.Second).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("10 created"))
+
+		root := testutil.RepoRoot()
+		applyManifests(filepath.Join(root, "config/manager/manager.yaml"))
+		rbac, err := filepath.Glob(filepath.Join(root, "config/rbac/*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var manifests []string
+		for _, f := range rbac {
+			if filepath.Base(f) != "kustomization.yaml" {
+				manifests = append(manifests, f)
+			}
+		}
+		applyManifests(manifests...)
+
+		sa, err := env.AddUser(envtest.User{Name: serviceAccountUser,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:polycrate", "system:authenticated"}}, adminCfg)
+		Expect(err).NotTo(HaveOccurred())
+		saKubeconfig = filepath.Join(workDir, "sa.kubeconfig")
+		writeKubeconfig(sa.Config(), saKubeconfig)
+
+		// The ServiceAccount is not an admin: least privilege holds.
+		saClient, err := client.New(sa.Config(), client.Options{Scheme: testutil.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		err = saClient.List(ctx, &corev1.SecretList{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may list every Secret: %v", err)
+	})
+
+	It("runs as its ServiceAccount with leader election, is healthy, and stops cleanly on SIGTERM", func() {
+		probe, metrics := freePort(), freePort()
+		cmd := exec.Command(binary, "run", "--kubeconfig", saKubeconfig, "--leader-elect",
+			"--health-probe-bind-address", probe, "--metrics-bind-address", metrics, "--zap-log-level", "debug")
+		cmd.Env = append(os.Environ(), "POD_NAMESPACE=polycrate", "KUBECONFIG=")
+		op, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		defer op.Kill()
+
+		Eventually(func() int {
+			return run("health", "--url", "http://"+probe, "--timeout", "1s").Wait(10 * time.Second).ExitCode()
+		}, 60*time.Second, 500*time.Millisecond).Should(Equal(0))
+
+		lease := &coordinationv1.Lease{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "polycrate-operator.polycrate.io"}, lease)).To(Succeed())
+			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		}, 30*time.Second).Should(Succeed())
+
+		op.Signal(syscall.SIGTERM)
+		Eventually(op, 40*time.Second).Should(gexec.Exit(0))
+		logs := string(op.Err.Contents())
+		Expect(logs).To(ContainSubstring(`"version":"` + e2eVersion + `"`))
+		Expect(logs).To(ContainSubstring("polycrate-operator stopped"))
+		Expect(strings.ToLower(logs)).NotTo(ContainSubstring("forbidden"), "the ServiceAccount lacks a permission")
+	})
+})
