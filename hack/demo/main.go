@@ -108,4 +108,3 @@ func ensure(ctx context.Context, c client.Client, obj client.Object) error {
 	}
 	return nil
 }
-
