@@ -1,0 +1,231 @@
+package emulator
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver for --data
+)
+
+// Object is one stored API object.
+type Object struct {
+	Resource     string         `json:"resource"`
+	ID           string         `json:"id"`
+	Workspace    string         `json:"workspace,omitempty"`
+	Organization string         `json:"organization,omitempty"`
+	Data         map[string]any `json:"data"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+	DeletedAt    *time.Time     `json:"deleted_at,omitempty"`
+	// Seq orders objects created in the same instant.
+	Seq int64 `json:"seq"`
+}
+
+func (o *Object) clone() *Object {
+	c := *o
+	c.Data = deepCopy(o.Data).(map[string]any)
+	if o.DeletedAt != nil {
+		t := *o.DeletedAt
+		c.DeletedAt = &t
+	}
+	return &c
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopy(x)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// Store keeps every object in memory and, with a data file, writes each change
+// through to SQLite before the request is answered: nothing accepted is lost on a
+// clean or unclean stop.
+type Store struct {
+	mu   sync.RWMutex
+	objs map[string]map[string]*Object // resource → id → object
+	seq  int64
+	db   *sql.DB
+}
+
+// OpenStore opens a store; path "" keeps everything in memory.
+func OpenStore(path string) (*Store, error) {
+	s := &Store{objs: map[string]map[string]*Object{}}
+	if path == "" {
+		return s, nil
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS objects (resource TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (resource, id))`); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("initialising %s: %w", path, err)
+	}
+	rows, err := db.Query(`SELECT body FROM objects`)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		o := &Object{}
+		if err := json.Unmarshal([]byte(body), o); err != nil {
+			return nil, fmt.Errorf("corrupt row in %s: %w", path, err)
+		}
+		s.put(o)
+		if o.Seq > s.seq {
+			s.seq = o.Seq
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.db = db
+	return s, nil
+}
+
+// Close closes the data file.
+func (s *Store) Close() error {
+	if s.db != nil {
+		return s.db.Close()
+	}
+	return nil
+}
+
+func (s *Store) put(o *Object) {
+	m := s.objs[o.Resource]
+	if m == nil {
+		m = map[string]*Object{}
+		s.objs[o.Resource] = m
+	}
+	m[o.ID] = o
+}
+
+// Get returns a copy of an object (deleted ones included).
+func (s *Store) Get(resource, id string) (*Object, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.objs[resource][id]
+	if !ok {
+		return nil, false
+	}
+	return o.clone(), true
+}
+
+// List returns copies of a resource's objects in creation order.
+func (s *Store) List(resource string) []*Object {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Object, 0, len(s.objs[resource]))
+	for _, o := range s.objs[resource] {
+		out = append(out, o.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// Update runs fn on the live set of one resource under the write lock and persists
+// the objects fn returns as changed. fn may add objects to the map.
+func (s *Store) Update(resource string, fn func(objs map[string]*Object) ([]*Object, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.objs[resource]
+	if m == nil {
+		m = map[string]*Object{}
+		s.objs[resource] = m
+	}
+	changed, err := fn(m)
+	if err != nil {
+		return err
+	}
+	for _, o := range changed {
+		if o.Seq == 0 {
+			s.seq++
+			o.Seq = s.seq
+		}
+		if err := s.persist(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Save stores objects of any resources (used by the seed and server-side behaviour).
+func (s *Store) Save(objs ...*Object) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range objs {
+		if o.Seq == 0 {
+			s.seq++
+			o.Seq = s.seq
+		}
+		s.put(o)
+		if err := s.persist(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove deletes an object for good (hard delete, purge).
+func (s *Store) Remove(resource, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objs[resource], id)
+	if s.db != nil {
+		if _, err := s.db.Exec(`DELETE FROM objects WHERE resource = ? AND id = ?`, resource, id); err != nil {
+			return fmt.Errorf("removing %s/%s: %w", resource, id, err)
+		}
+	}
+	return nil
+}
+
+// Reset removes every object.
+func (s *Store) Reset() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objs = map[string]map[string]*Object{}
+	if s.db != nil {
+		if _, err := s.db.Exec(`DELETE FROM objects`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) persist(o *Object) error {
+	if s.db == nil {
+		return nil
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(`INSERT INTO objects (resource, id, body) VALUES (?, ?, ?)
+		ON CONFLICT (resource, id) DO UPDATE SET body = excluded.body`, o.Resource, o.ID, string(body)); err != nil {
+		return fmt.Errorf("persisting %s/%s: %w", o.Resource, o.ID, err)
+	}
+	return nil
+}
