@@ -89,7 +89,7 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 	err := s.store.Update("agents", func(objs map[string]*Object) ([]*Object, error) {
 		for _, o := range objs {
 			if o.DeletedAt == nil && o.Workspace == p.workspace && o.Data["reported_agent_id"] == reported && o.Data["kind"] == kind {
-				agent = o
+				agent = o.clone()
 			}
 		}
 		if agent == nil {
@@ -98,6 +98,7 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 					"source_pop": map[string]any{"id": pop.ID, "name": pop.Data["name"], "kind": pop.Data["kind"]}, "k8s_app": nil}}
 			objs[agent.ID] = agent
 		}
+		objs[agent.ID] = agent
 		if dt, _ := agent.Data["_downtime"].(string); dt != "" {
 			recovered = dt
 			delete(agent.Data, "_downtime")
@@ -151,7 +152,10 @@ func (s *Server) storeCheckResults(agent *Object, results []any) {
 			res := it.(map[string]any)
 			id := "assign:" + agent.ID + ":" + res["endpoint_id"].(string)
 			a := objs[id]
-			if a == nil {
+			if a != nil {
+				a = a.clone()
+				objs[id] = a
+			} else {
 				a = &Object{Resource: internalResource, ID: id, Workspace: agent.Workspace, Data: map[string]any{
 					"agent_id": agent.ID, "endpoint_id": res["endpoint_id"], "assigned_at": now,
 					"checks_executed": float64(0), "checks_successful": float64(0), "checks_failed": float64(0)}}
@@ -286,8 +290,7 @@ func (s *Server) agentErrors(w http.ResponseWriter, r *http.Request, p principal
 	}
 	if crit, _ := body["critical_errors"].([]any); len(crit) > 0 {
 		_ = s.store.Update("agents", func(objs map[string]*Object) ([]*Object, error) {
-			a := objs[agent.ID]
-			a.Data["conditions"] = map[string]any{"critical_errors": crit}
+			a := edit(objs, agent.ID, func(a *Object) { a.Data["conditions"] = map[string]any{"critical_errors": crit} })
 			return []*Object{a}, nil
 		})
 	}
@@ -309,7 +312,7 @@ func (s *Server) agentAssignments(w http.ResponseWriter, r *http.Request, p prin
 		}
 		row := map[string]any{"endpoint_id": e.ID, "endpoint_name": e.Data["name"], "endpoint_kind": e.Data["kind"],
 			"endpoint_url": "http://emulator/api/v1/endpoints/" + e.ID + "/", "workspace_id": e.Workspace,
-			"workspace_name": s.workspaceSimple(e.Workspace).(map[string]any)["name"],
+			"workspace_name":    s.workspaceSimple(e.Workspace).(map[string]any)["name"],
 			"organization_name": s.orgSimple(e.Organization).(map[string]any)["name"],
 			"assigned_at":       e.CreatedAt.Format(time.RFC3339Nano), "last_check_at": nil, "last_check_success": nil,
 			"last_check_status_code": nil, "last_check_error_code": 0, "last_check_error_name": "", "last_check_duration_ms": nil,
@@ -337,7 +340,7 @@ func (s *Server) checkAgentSilence() {
 	var opened []*Object
 	_ = s.store.Update("agents", func(objs map[string]*Object) ([]*Object, error) {
 		var changed []*Object
-		for _, a := range objs {
+		for id, a := range objs {
 			seen, _ := a.Data["last_seen"].(string)
 			t, err := time.Parse(time.RFC3339Nano, seen)
 			if a.DeletedAt != nil || err != nil || now.Sub(t) < s.cfg.AgentSilenceThreshold {
@@ -352,6 +355,7 @@ func (s *Server) checkAgentSilence() {
 					"state": "CRITICAL", "affected_objects_count": float64(1),
 					"affected_objects": []any{map[string]any{"type": "agent", "id": a.ID, "name": a.Data["name"]}}}}
 			opened = append(opened, d)
+			a = edit(objs, id, func(*Object) {})
 			a.Data["_downtime"] = d.ID
 			a.Data["state"] = "CRITICAL"
 			a.Data["is_active"] = false
@@ -368,13 +372,14 @@ func (s *Server) checkAgentSilence() {
 func (s *Server) closeDowntime(id string) {
 	now := s.cfg.Now().UTC().Format(time.RFC3339Nano)
 	_ = s.store.Update("downtimes", func(objs map[string]*Object) ([]*Object, error) {
-		d := objs[id]
+		d := edit(objs, id, func(d *Object) {
+			d.Data["is_active"] = false
+			d.Data["ended_at"] = now
+			d.Data["state"] = "OK"
+		})
 		if d == nil {
 			return nil, nil
 		}
-		d.Data["is_active"] = false
-		d.Data["ended_at"] = now
-		d.Data["state"] = "OK"
 		return []*Object{d}, nil
 	})
 }

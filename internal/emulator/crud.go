@@ -94,7 +94,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p principal, res *
 			items = append(items, o)
 		}
 	}
-	s.order(items, q.Get("ordering"))
+	ordering := q.Get("ordering")
+	if ordering == "" && res.ListPlain {
+		ordering = "created_at"
+	}
+	s.order(items, ordering)
 	if res.ListPlain {
 		out := make([]any, 0, len(items))
 		for _, o := range items {
@@ -380,6 +384,9 @@ func applyDefaults(fields []Field, m map[string]any) {
 
 // uniqueViolation checks the unique constraints against the live objects.
 func (s *Server) uniqueViolation(res *Resource, o *Object, objs map[string]*Object) string {
+	if !res.UniquePerWorkspace && len(res.Unique) == 0 {
+		return ""
+	}
 	for _, other := range objs {
 		if other.ID == o.ID || other.DeletedAt != nil {
 			continue
@@ -403,24 +410,37 @@ func sameValues(fields []string, a, b map[string]any) bool {
 	return true
 }
 
+// naturalKey is an object's natural key within its workspace ("" when a field is missing).
+func naturalKey(o *Object) string {
+	res := byName[o.Resource]
+	if res == nil || len(res.NaturalKey) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(res.NaturalKey)+2)
+	parts = append(parts, "ws="+o.Workspace, "org="+o.Organization)
+	for _, f := range res.NaturalKey {
+		v, ok := o.Data[f]
+		if !ok {
+			return ""
+		}
+		parts = append(parts, f+"="+scalarString(v))
+	}
+	return strings.Join(parts, ",")
+}
+
 // recordCollisions notes other live objects of the same workspace with the same natural key.
 func (s *Server) recordCollisions(res *Resource, o *Object) {
-	if len(res.NaturalKey) == 0 {
+	key := naturalKey(o)
+	if key == "" {
 		return
 	}
-	for _, f := range res.NaturalKey {
-		if _, ok := o.Data[f]; !ok {
-			return
-		}
-	}
-	ids := []string{o.ID}
-	for _, other := range s.store.List(res.Name) {
-		if other.ID != o.ID && other.DeletedAt == nil && other.Workspace == o.Workspace && other.Organization == o.Organization && sameValues(res.NaturalKey, o.Data, other.Data) {
-			ids = append(ids, other.ID)
-		}
-	}
-	if len(ids) < 2 {
+	same := s.store.WithKey(res.Name, key)
+	if len(same) < 2 {
 		return
+	}
+	ids := make([]string, len(same))
+	for i, x := range same {
+		ids[i] = x.ID
 	}
 	parts := make([]string, len(res.NaturalKey))
 	for i, f := range res.NaturalKey {
@@ -470,17 +490,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, p principal, res
 			return nil, nil
 		}
 		next := o.clone()
+		// PATCH replaces each field it names, nested objects (spec) included, as the
+		// real API's JSON-backed serializers do: clients send the whole spec.
 		for k, v := range body {
-			if f, ok := res.field(k); ok && f.Kind == Obj && partial {
-				if sub, isMap := v.(map[string]any); isMap {
-					if old, hadMap := next.Data[k].(map[string]any); hadMap {
-						for sk, sv := range sub {
-							old[sk] = sv
-						}
-						continue
-					}
-				}
-			}
 			next.Data[k] = v
 		}
 		applyDefaults(res.Fields, next.Data)
@@ -526,9 +538,7 @@ func (s *Server) destroy(w http.ResponseWriter, p principal, res *Resource, id s
 	if o.DeletedAt == nil {
 		now := s.cfg.Now().UTC()
 		err := s.store.Update(res.Name, func(objs map[string]*Object) ([]*Object, error) {
-			cur := objs[id]
-			cur.DeletedAt = &now
-			cur.UpdatedAt = now
+			cur := edit(objs, id, func(o *Object) { o.DeletedAt, o.UpdatedAt = &now, now })
 			return []*Object{cur}, nil
 		})
 		if err != nil {
@@ -587,7 +597,7 @@ func (s *Server) render(res *Resource, o *Object) map[string]any {
 	}
 	s.decorate(res, o, out)
 	for _, f := range res.Fields {
-		if _, ok := out[f.Name]; !ok && f.Null && !f.WriteOnly {
+		if _, ok := out[f.Name]; !ok && (f.Null || f.Kind == Any) && !f.WriteOnly {
 			out[f.Name] = nil
 		}
 	}
@@ -604,10 +614,17 @@ func (s *Server) renderRow(res *Resource, o *Object) map[string]any {
 	out := map[string]any{}
 	for _, k := range keep {
 		if v, ok := full[k]; ok {
+			// List serializers nest related objects ({id, name, url}) where the detail
+			// model has a bare UUID.
+			if f, isField := res.field(k); isField && f.FK != "" {
+				if id, isStr := v.(string); isStr {
+					v = s.refObject(f.FK, id)
+				}
+			}
 			out[k] = v
 		}
 	}
-	if dn, ok := full["display_name"].(string); ok && dn != "" {
+	if dn, ok := full["display_name"].(string); ok && dn != "" && !res.ListPlain {
 		out["name"] = dn
 	}
 	return out
@@ -651,6 +668,15 @@ func pick(m map[string]any, keys ...any) map[string]any {
 				out[kk] = v
 			}
 		}
+	}
+	return out
+}
+
+// refObject is the nested {id, name, url} form of a related object.
+func (s *Server) refObject(resource, id string) map[string]any {
+	out := map[string]any{"id": id, "name": nil, "url": "http://emulator" + byName[resource].Path + id + "/"}
+	if o, ok := s.store.Get(resource, id); ok {
+		out["name"] = o.Data["name"]
 	}
 	return out
 }

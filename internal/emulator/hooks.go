@@ -159,13 +159,14 @@ func (s *Server) bucketCredentials(w http.ResponseWriter, r *http.Request, p pri
 func (s *Server) rotateBucketCredentials(id string) bool {
 	found := false
 	_ = s.store.Update("s3/buckets", func(objs map[string]*Object) ([]*Object, error) {
-		o := objs[id]
+		o := edit(objs, id, func(o *Object) {
+			o.Data["_access_key"], o.Data["_secret_key"] = randomKey(10), randomKey(20)
+			o.UpdatedAt = s.cfg.Now().UTC()
+		})
 		if o == nil {
 			return nil, nil
 		}
 		found = true
-		o.Data["_access_key"], o.Data["_secret_key"] = randomKey(10), randomKey(20)
-		o.UpdatedAt = s.cfg.Now().UTC()
 		return []*Object{o}, nil
 	})
 	return found
@@ -297,12 +298,13 @@ func (s *Server) systemConfig(w http.ResponseWriter, r *http.Request, p principa
 	}
 	var keys []string
 	err := s.store.Update(internalResource, func(objs map[string]*Object) ([]*Object, error) {
-		o := objs[systemConfigID]
-		for k, v := range body {
-			o.Data[k] = v
-			keys = append(keys, k)
-		}
-		o.UpdatedAt = s.cfg.Now().UTC()
+		o := edit(objs, systemConfigID, func(o *Object) {
+			for k, v := range body {
+				o.Data[k] = v
+				keys = append(keys, k)
+			}
+			o.UpdatedAt = s.cfg.Now().UTC()
+		})
 		return []*Object{o}, nil
 	})
 	if err != nil {

@@ -162,8 +162,10 @@ func (s *Server) operatorRollout(w http.ResponseWriter, r *http.Request, p princ
 		f := objs[id]
 		if f == nil {
 			f = &Object{Resource: internalResource, ID: id, Data: map[string]any{}}
-			objs[id] = f
+		} else {
+			f = f.clone()
 		}
+		objs[id] = f
 		f.Data["forced"] = parts[1] == "force-update"
 		f.Data["paused"] = parts[1] == "pause"
 		return []*Object{f}, nil

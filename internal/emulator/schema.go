@@ -23,7 +23,7 @@ const (
 	UUID          // string in UUID form
 	DateTime      // RFC 3339 string
 	Any           // any JSON value (DRF JSONField)
-	Obj        // JSON object with a sub-schema (Fields)
+	Obj           // JSON object with a sub-schema (Fields)
 	StrList       // JSON array of strings
 	IntList       // JSON array of integers
 	ObjList       // JSON array of objects with a sub-schema (Fields)
@@ -60,15 +60,15 @@ var (
 	ro        fieldOpt = func(f *Field) { f.ReadOnly = true }
 	wo        fieldOpt = func(f *Field) { f.WriteOnly = true }
 	slug      fieldOpt = func(f *Field) { f.Slug = true }
-	enum      = func(v ...string) fieldOpt { return func(f *Field) { f.Enum = v } }
-	maxLen    = func(n int) fieldOpt { return func(f *Field) { f.MaxLength = n } }
-	fk        = func(res string) fieldOpt { return func(f *Field) { f.FK = res } }
-	def       = func(v any) fieldOpt { return func(f *Field) { f.Default = v } }
-	doc       = func(s string) fieldOpt { return func(f *Field) { f.Doc = s } }
-	sub       = func(fs ...Field) fieldOpt { return func(f *Field) { f.Fields = fs } }
-	rangeOf   = func(lo, hi float64) fieldOpt { return func(f *Field) { f.Min, f.Max = &lo, &hi } }
-	minOf     = func(lo float64) fieldOpt { return func(f *Field) { f.Min = &lo } }
-	slugRegex = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+	enum               = func(v ...string) fieldOpt { return func(f *Field) { f.Enum = v } }
+	maxLen             = func(n int) fieldOpt { return func(f *Field) { f.MaxLength = n } }
+	fk                 = func(res string) fieldOpt { return func(f *Field) { f.FK = res } }
+	def                = func(v any) fieldOpt { return func(f *Field) { f.Default = v } }
+	doc                = func(s string) fieldOpt { return func(f *Field) { f.Doc = s } }
+	sub                = func(fs ...Field) fieldOpt { return func(f *Field) { f.Fields = fs } }
+	rangeOf            = func(lo, hi float64) fieldOpt { return func(f *Field) { f.Min, f.Max = &lo, &hi } }
+	minOf              = func(lo float64) fieldOpt { return func(f *Field) { f.Min = &lo } }
+	slugRegex          = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
 )
 
 // F builds a field.

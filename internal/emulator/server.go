@@ -120,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.SetKeyFunc(naturalKey)
 	s := &Server{cfg: cfg, seed: cfg.Seed, store: st, log: cfg.Logger,
 		counters: map[string]*Counter{}, faults: newFaultSet()}
 	if err := s.applySeed(); err != nil {

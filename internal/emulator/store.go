@@ -57,16 +57,22 @@ func deepCopy(v any) any {
 // Store keeps every object in memory and, with a data file, writes each change
 // through to SQLite before the request is answered: nothing accepted is lost on a
 // clean or unclean stop.
+//
+// Objects are never changed in place: a change stores an edited copy (edit), so
+// List can hand out the stored objects themselves as read-only snapshots.
 type Store struct {
 	mu   sync.RWMutex
 	objs map[string]map[string]*Object // resource → id → object
 	seq  int64
 	db   *sql.DB
+	// keyOf gives an object's natural key ("" for none); byKey indexes live objects by it.
+	keyOf func(*Object) string
+	byKey map[string]map[string]bool // resource + "\x00" + key → ids
 }
 
 // OpenStore opens a store; path "" keeps everything in memory.
 func OpenStore(path string) (*Store, error) {
-	s := &Store{objs: map[string]map[string]*Object{}}
+	s := &Store{objs: map[string]map[string]*Object{}, byKey: map[string]map[string]bool{}}
 	if path == "" {
 		return s, nil
 	}
@@ -121,6 +127,56 @@ func (s *Store) put(o *Object) {
 		s.objs[o.Resource] = m
 	}
 	m[o.ID] = o
+	s.index(o)
+}
+
+func (s *Store) indexKey(o *Object) string {
+	if o == nil || s.keyOf == nil || o.DeletedAt != nil {
+		return ""
+	}
+	if k := s.keyOf(o); k != "" {
+		return o.Resource + "\x00" + k
+	}
+	return ""
+}
+
+func (s *Store) index(o *Object) {
+	if k := s.indexKey(o); k != "" {
+		if s.byKey[k] == nil {
+			s.byKey[k] = map[string]bool{}
+		}
+		s.byKey[k][o.ID] = true
+	}
+}
+
+// SetKeyFunc sets the natural-key function and rebuilds the index.
+func (s *Store) SetKeyFunc(f func(*Object) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keyOf = f
+	s.byKey = map[string]map[string]bool{}
+	for _, m := range s.objs {
+		for _, o := range m {
+			s.index(o)
+		}
+	}
+}
+
+// WithKey returns the live objects of a resource with this natural key. The index
+// may hold stale ids (an object whose key changed, or that was deleted); they are
+// checked against the current object here.
+func (s *Store) WithKey(resource, key string) []*Object {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k := resource + "\x00" + key
+	var out []*Object
+	for id := range s.byKey[k] {
+		if o := s.objs[resource][id]; o != nil && s.indexKey(o) == k {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
 }
 
 // Get returns a copy of an object (deleted ones included).
@@ -134,20 +190,22 @@ func (s *Store) Get(resource, id string) (*Object, bool) {
 	return o.clone(), true
 }
 
-// List returns copies of a resource's objects in creation order.
+// List returns a resource's objects in creation order. They are the stored
+// snapshots: read them, never change them.
 func (s *Store) List(resource string) []*Object {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]*Object, 0, len(s.objs[resource]))
 	for _, o := range s.objs[resource] {
-		out = append(out, o.clone())
+		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out
 }
 
 // Update runs fn on the live set of one resource under the write lock and persists
-// the objects fn returns as changed. fn may add objects to the map.
+// the objects fn returns as changed. fn adds objects to the map or replaces them
+// with edited copies (edit); it never changes a stored object in place.
 func (s *Store) Update(resource string, fn func(objs map[string]*Object) ([]*Object, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,11 +223,24 @@ func (s *Store) Update(resource string, fn func(objs map[string]*Object) ([]*Obj
 			s.seq++
 			o.Seq = s.seq
 		}
+		s.put(o)
 		if err := s.persist(o); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// edit replaces objs[id] with an edited copy and returns it (nil when absent).
+func edit(objs map[string]*Object, id string, fn func(*Object)) *Object {
+	o := objs[id]
+	if o == nil {
+		return nil
+	}
+	c := o.clone()
+	fn(c)
+	objs[id] = c
+	return c
 }
 
 // Save stores objects of any resources (used by the seed and server-side behaviour).
@@ -207,6 +278,7 @@ func (s *Store) Reset() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs = map[string]map[string]*Object{}
+	s.byKey = map[string]map[string]bool{}
 	if s.db != nil {
 		if _, err := s.db.Exec(`DELETE FROM objects`); err != nil {
 			return err

@@ -1,0 +1,276 @@
+// Package polycrate is the typed client of the Polycrate API. It is the only code
+// of the operator that speaks HTTP to the API. It is lenient with responses
+// (unknown fields are ignored, so a newer API does not break it), follows
+// pagination, honours Retry-After, types its errors so reconcilers can tell
+// permanent from transient failures, and never puts the token in a log or error.
+package polycrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TokenSource returns the bearer token for a request; called per request so a
+// rotated token takes effect at once.
+type TokenSource func(ctx context.Context) (string, error)
+
+// StaticToken is a TokenSource for a fixed token.
+func StaticToken(token string) TokenSource {
+	return func(context.Context) (string, error) { return token, nil }
+}
+
+// Options configure a Client.
+type Options struct {
+	// BaseURL is the API's root, e.g. https://api.polycrate.io (no /api/v1).
+	BaseURL string
+	// Token authenticates every request as "Authorization: Bearer <token>".
+	Token TokenSource
+	// HTTPClient is the transport; default a client with sane timeouts.
+	HTTPClient *http.Client
+	// Timeout bounds each request (default 15 s).
+	Timeout time.Duration
+	// UserAgent identifies the operator and its version.
+	UserAgent string
+	// MaxRetries is how often a 429 (or a 503 with Retry-After) is retried after
+	// waiting Retry-After, and how often a failed GET is retried (default 3).
+	MaxRetries int
+	// MaxRetryWait caps one wait; a longer Retry-After is returned to the caller
+	// as a rate-limit error carrying it (default 30 s).
+	MaxRetryWait time.Duration
+	// Metrics records requests; nil records nothing.
+	Metrics *Metrics
+}
+
+// Client talks to one Polycrate API.
+type Client struct {
+	base  *url.URL
+	opts  Options
+	http  *http.Client
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New builds a client.
+func New(opts Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(opts.BaseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("invalid Polycrate API URL %q: want e.g. https://api.polycrate.io", opts.BaseURL)
+	}
+	if opts.Token == nil {
+		return nil, errors.New("polycrate client: no token source")
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 15 * time.Second
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = 3
+	}
+	if opts.MaxRetryWait == 0 {
+		opts.MaxRetryWait = 30 * time.Second
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "polycrate-operator"
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Client{base: u, opts: opts, http: hc, sleep: sleepCtx}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// call is one API request.
+type call struct {
+	resource string // metrics label, e.g. "endpoints"
+	method   string
+	path     string // absolute path with trailing slash, e.g. /api/v1/endpoints/
+	query    url.Values
+	header   http.Header
+	body     any
+	accept   []int // success codes; default 200, 201, 202, 204
+}
+
+// do performs a call and returns the body of a successful answer.
+func (c *Client) do(ctx context.Context, cl call) ([]byte, error) {
+	var payload []byte
+	if cl.body != nil {
+		b, err := json.Marshal(cl.body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s %s: %w", cl.method, cl.path, err)
+		}
+		payload = b
+	}
+	idempotent := cl.method == http.MethodGet || cl.method == http.MethodHead
+	for attempt := 0; ; attempt++ {
+		body, err := c.once(ctx, cl, payload)
+		if err == nil {
+			return body, nil
+		}
+		var apiErr *APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.RetryAfter > 0 && (apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode == http.StatusServiceUnavailable):
+			if attempt >= c.opts.MaxRetries || apiErr.RetryAfter > c.opts.MaxRetryWait {
+				return nil, err
+			}
+			if serr := c.sleep(ctx, apiErr.RetryAfter); serr != nil {
+				return nil, err
+			}
+		case idempotent && IsTransient(err) && attempt < c.opts.MaxRetries:
+			if serr := c.sleep(ctx, time.Duration(200*(1<<attempt))*time.Millisecond); serr != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, cl call, payload []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	u := *c.base
+	u.Path = strings.TrimRight(c.base.Path, "/") + cl.path
+	u.RawQuery = cl.query.Encode()
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), rd)
+	if err != nil {
+		return nil, &TransportError{Method: cl.method, Path: cl.path, Err: err}
+	}
+	for k, v := range cl.header {
+		req.Header[k] = v
+	}
+	token, err := c.opts.Token(ctx)
+	if err != nil {
+		return nil, &TokenError{Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.opts.Metrics.observe(cl.resource, cl.method, "error", time.Since(start))
+		return nil, &TransportError{Method: cl.method, Path: cl.path, Err: scrubURL(err)}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	c.opts.Metrics.observe(cl.resource, cl.method, strconv.Itoa(resp.StatusCode), time.Since(start))
+	if err != nil {
+		return nil, &TransportError{Method: cl.method, Path: cl.path, Err: err}
+	}
+	accept := cl.accept
+	if accept == nil {
+		accept = []int{http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent}
+	}
+	for _, code := range accept {
+		if resp.StatusCode == code {
+			return body, nil
+		}
+	}
+	return nil, newAPIError(cl.method, cl.path, resp, body)
+}
+
+// scrubURL drops the query of a *url.Error so nothing request-specific leaks into logs.
+func scrubURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
+// getJSON decodes a GET.
+func (c *Client) getJSON(ctx context.Context, resource, path string, query url.Values, out any) error {
+	body, err := c.do(ctx, call{resource: resource, method: http.MethodGet, path: path, query: query})
+	if err != nil {
+		return err
+	}
+	return decode(body, out, http.MethodGet, path)
+}
+
+// send performs a write and decodes the answer into out (nil: ignore the body).
+func (c *Client) send(ctx context.Context, resource, method, path string, body, out any) error {
+	b, err := c.do(ctx, call{resource: resource, method: method, path: path, body: body})
+	if err != nil {
+		return err
+	}
+	if out == nil || len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	return decode(b, out, method, path)
+}
+
+func decode(b []byte, out any, method, path string) error {
+	if err := json.Unmarshal(b, out); err != nil {
+		return &DecodeError{Method: method, Path: path, Err: err}
+	}
+	return nil
+}
+
+// page is a DRF page-number page.
+type page[T any] struct {
+	Count    int     `json:"count"`
+	Next     *string `json:"next"`
+	Previous *string `json:"previous"`
+	Results  []T     `json:"results"`
+}
+
+// listAll follows `next` until the last page. next must point to the same API.
+func listAll[T any](ctx context.Context, c *Client, resource, path string, query url.Values) ([]T, error) {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	if q.Get("page_size") == "" {
+		q.Set("page_size", "500")
+	}
+	var all []T
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			return nil, fmt.Errorf("listing %s: more than 10000 pages, giving up", path)
+		}
+		var p page[T]
+		if err := c.getJSON(ctx, resource, path, q, &p); err != nil {
+			return nil, err
+		}
+		all = append(all, p.Results...)
+		if p.Next == nil || *p.Next == "" {
+			return all, nil
+		}
+		next, err := url.Parse(*p.Next)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: invalid next link: %w", path, err)
+		}
+		// The API builds next from its own view of the request host; only its path and
+		// query are used, always against the configured base URL.
+		rel := strings.TrimPrefix(next.Path, strings.TrimRight(c.base.Path, "/"))
+		if rel != path {
+			return nil, fmt.Errorf("listing %s: next link points to another path %q", path, next.Path)
+		}
+		q = next.Query()
+	}
+}

@@ -1,0 +1,203 @@
+package polycrate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrorItem is one entry of the API's error envelope.
+type ErrorItem struct {
+	Code   string  `json:"code"`
+	Detail string  `json:"detail"`
+	Attr   *string `json:"attr"`
+}
+
+// APIError is an answer of the API outside the success codes. Its message names
+// the method, path, status and the API's error items — never the token.
+type APIError struct {
+	Method     string
+	Path       string
+	StatusCode int
+	// Type is validation_error, client_error or server_error.
+	Type   string
+	Errors []ErrorItem
+	// RetryAfter is the Retry-After header, when sent.
+	RetryAfter time.Duration
+	// Raw is the start of a body that was not an error envelope.
+	Raw string
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Polycrate API %s %s: %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
+	for i, it := range e.Errors {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		if it.Attr != nil && *it.Attr != "" {
+			fmt.Fprintf(&b, "%s: ", *it.Attr)
+		}
+		fmt.Fprintf(&b, "%s (%s)", it.Detail, it.Code)
+	}
+	if len(e.Errors) == 0 && e.Raw != "" {
+		fmt.Fprintf(&b, ": %s", e.Raw)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
+	}
+	return b.String()
+}
+
+func newAPIError(method, path string, resp *http.Response, body []byte) *APIError {
+	e := &APIError{Method: method, Path: path, StatusCode: resp.StatusCode}
+	var env struct {
+		Type   string      `json:"type"`
+		Errors []ErrorItem `json:"errors"`
+		// SystemConfigUpdateErrors shape.
+		Error     string         `json:"error"`
+		KeyErrors map[string]any `json:"-"`
+	}
+	if err := json.Unmarshal(body, &env); err == nil && (env.Type != "" || len(env.Errors) > 0) {
+		e.Type, e.Errors = env.Type, env.Errors
+	} else if err == nil && env.Error != "" {
+		e.Type = "validation_error"
+		var sc struct {
+			Errors map[string]any `json:"errors"`
+		}
+		_ = json.Unmarshal(body, &sc)
+		e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: env.Error})
+		for k, v := range sc.Errors {
+			attr := k
+			e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: fmt.Sprint(v), Attr: &attr})
+		}
+	} else {
+		raw := strings.TrimSpace(string(body))
+		if len(raw) > 200 {
+			raw = raw[:200] + "…"
+		}
+		e.Raw = raw
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		if secs, err := strconv.Atoi(strings.TrimSpace(ra)); err == nil && secs >= 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
+		} else if t, err := http.ParseTime(ra); err == nil {
+			e.RetryAfter = max(time.Until(t), time.Second)
+		}
+	}
+	return e
+}
+
+// TransportError is a request that got no HTTP answer: refused or dropped
+// connection, timeout. Always transient.
+type TransportError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("Polycrate API %s %s: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// DecodeError is an answer the client could not decode.
+type DecodeError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("Polycrate API %s %s: unexpected answer: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// TokenError means the token could not be read (missing Secret or key).
+type TokenError struct{ Err error }
+
+func (e *TokenError) Error() string { return "Polycrate API token unavailable: " + e.Err.Error() }
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
+func statusOf(err error) int {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e.StatusCode
+	}
+	return 0
+}
+
+// IsNotFound: 404 (or an object the API soft-deleted).
+func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
+
+// IsConflict: 409, e.g. a unique constraint: the object already exists.
+func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
+
+// IsUnauthorized: 401, the token is missing or invalid.
+func IsUnauthorized(err error) bool { return statusOf(err) == http.StatusUnauthorized }
+
+// IsForbidden: 403, e.g. "No workspace found" or a permission the token lacks.
+func IsForbidden(err error) bool { return statusOf(err) == http.StatusForbidden }
+
+// IsRateLimited: 429.
+func IsRateLimited(err error) bool { return statusOf(err) == http.StatusTooManyRequests }
+
+// IsValidation: 400, the request was invalid.
+func IsValidation(err error) bool { return statusOf(err) == http.StatusBadRequest }
+
+// IsServerError: 5xx.
+func IsServerError(err error) bool { return statusOf(err) >= 500 }
+
+// IsTransient: worth retrying later unchanged — 5xx, 429, no answer at all.
+func IsTransient(err error) bool {
+	var te *TransportError
+	if errors.As(err, &te) {
+		return true
+	}
+	s := statusOf(err)
+	return s >= 500 || s == http.StatusTooManyRequests
+}
+
+// IsPermanent: retrying unchanged will fail again — a 4xx other than 404, 409 and 429
+// (bad input, bad token, missing permission), or an undecodable answer.
+func IsPermanent(err error) bool {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return true
+	}
+	s := statusOf(err)
+	return s >= 400 && s < 500 && s != http.StatusNotFound && s != http.StatusConflict && s != http.StatusTooManyRequests
+}
+
+// RetryAfter is the wait the API asked for, if any.
+func RetryAfter(err error) time.Duration {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// ValidationErrors are the field errors of a 400.
+func ValidationErrors(err error) []ErrorItem {
+	var e *APIError
+	if errors.As(err, &e) && e.StatusCode == http.StatusBadRequest {
+		return e.Errors
+	}
+	return nil
+}
+
+// IgnoreNotFound returns nil for a 404: cleanup treats "already gone" as done.
+func IgnoreNotFound(err error) error {
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
