@@ -103,7 +103,9 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 			recovered = dt
 			delete(agent.Data, "_downtime")
 		}
-		agent.Data["version"] = body["version"]
+		if v, ok := body["version"]; ok {
+			agent.Data["version"] = v
+		}
 		agent.Data["last_seen"] = now.Format(time.RFC3339Nano)
 		agent.Data["is_active"] = true
 		agent.Data["state"] = state

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -57,27 +58,34 @@ func (e *APIError) Error() string {
 
 func newAPIError(method, path string, resp *http.Response, body []byte) *APIError {
 	e := &APIError{Method: method, Path: path, StatusCode: resp.StatusCode}
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
 	var env struct {
 		Type   string      `json:"type"`
 		Errors []ErrorItem `json:"errors"`
-		// SystemConfigUpdateErrors shape.
-		Error     string         `json:"error"`
-		KeyErrors map[string]any `json:"-"`
 	}
-	if err := json.Unmarshal(body, &env); err == nil && (env.Type != "" || len(env.Errors) > 0) {
+	switch {
+	case top["type"] != nil && json.Unmarshal(body, &env) == nil:
+		// The standard envelope {type, errors: [{code, detail, attr}]}.
 		e.Type, e.Errors = env.Type, env.Errors
-	} else if err == nil && env.Error != "" {
+	case top["error"] != nil:
+		// SystemConfigUpdateErrors {error, errors: {key: message}}.
 		e.Type = "validation_error"
-		var sc struct {
-			Errors map[string]any `json:"errors"`
+		var msg string
+		_ = json.Unmarshal(top["error"], &msg)
+		e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: msg})
+		var perKey map[string]any
+		_ = json.Unmarshal(top["errors"], &perKey)
+		keys := make([]string, 0, len(perKey))
+		for k := range perKey {
+			keys = append(keys, k)
 		}
-		_ = json.Unmarshal(body, &sc)
-		e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: env.Error})
-		for k, v := range sc.Errors {
+		sort.Strings(keys)
+		for _, k := range keys {
 			attr := k
-			e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: fmt.Sprint(v), Attr: &attr})
+			e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: fmt.Sprint(perKey[k]), Attr: &attr})
 		}
-	} else {
+	default:
 		raw := strings.TrimSpace(string(body))
 		if len(raw) > 200 {
 			raw = raw[:200] + "…"
@@ -200,4 +208,10 @@ func IgnoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// DecodeAPIError builds the error for an answer outside the success codes (exported
+// for the shared test vectors).
+func DecodeAPIError(method, path string, status int, header http.Header, body []byte) error {
+	return newAPIError(method, path, &http.Response{StatusCode: status, Header: header}, body)
 }
