@@ -46,8 +46,9 @@ manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/r
 	$(CONTROLLER_GEN) rbac:roleName=polycrate-operator-manager crd paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods.
+generate: controller-gen ## Generate DeepCopy methods and the resource tables of docs/api-contract.md.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	go run ./hack/gen-api-contract
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -64,8 +65,8 @@ test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envt
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- config api || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- config api)" || { git status --porcelain -- config api; echo "untracked generated files: commit them"; exit 1; }
+	@git diff --exit-code -- config api docs/api-contract.md || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- config api docs/api-contract.md)" || { git status --porcelain -- config api docs/api-contract.md; echo "untracked generated files: commit them"; exit 1; }
 
 ##@ Build
 
@@ -76,6 +77,10 @@ build: manifests generate ## Build the operator binary into bin/.
 .PHONY: demo
 demo: envtest ## Run the operator on embedded defaults: local control plane + CRDs + OperatorConfig + operator (Ctrl-C stops all).
 	go run ./hack/demo $(DEMO_ARGS)
+
+.PHONY: emulator
+emulator: ## Run the Polycrate API emulator on 127.0.0.1:8090 (default seed, data in bin/emulator.db).
+	go run ./cmd/polycrate-api-emulator --data bin/emulator.db $(EMULATOR_ARGS)
 
 .PHONY: run
 run: manifests generate ## Run the operator against the current kubeconfig.

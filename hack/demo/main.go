@@ -1,7 +1,8 @@
 // Command demo runs the Polycrate Operator on embedded defaults, on one machine,
-// with nothing installed: a local control plane (the envtest kube-apiserver and
-// etcd built by `make envtest`), the operator's CRDs, the polycrate namespace and
-// an OperatorConfig, and the operator itself. It prints how to reach the cluster
+// with nothing installed: the Polycrate API emulator (default seed, data in
+// bin/demo/api.db), a local control plane (the envtest kube-apiserver and etcd
+// built by `make envtest`), the operator's CRDs, the polycrate namespace, the API
+// token Secret and an OperatorConfig pointing at the emulator, and the operator. It prints how to reach the cluster
 // and stops everything it started on Ctrl-C.
 package main
 
@@ -23,11 +24,13 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/cli"
 	"github.com/polycrate/polycrate-operator/internal/crds"
+	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/manager"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
 
 func main() {
+	apiAddr := flag.String("api-addr", "127.0.0.1:8090", "where the Polycrate API emulator listens")
 	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "operator health probes")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "operator metrics")
 	stateDir := flag.String("state-dir", filepath.Join("bin", "demo"), "where the demo writes its kubeconfig")
@@ -35,13 +38,31 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *probeAddr, *metricsAddr, *stateDir); err != nil {
+	if err := run(ctx, *apiAddr, *probeAddr, *metricsAddr, *stateDir); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, probeAddr, metricsAddr, stateDir string) error {
+func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) error {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return err
+	}
+	fmt.Println("» starting the Polycrate API emulator on http://" + apiAddr)
+	api, err := emulator.New(emulator.Config{DataFile: filepath.Join(stateDir, "api.db")})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = api.Close() }()
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- api.ListenAndServe(apiCtx, apiAddr) }()
+	defer func() {
+		fmt.Println("» stopping the API emulator")
+		stopAPI()
+		<-apiDone
+	}()
+
 	fmt.Println("» starting a local control plane (kube-apiserver + etcd)")
 	env, cfg, err := testutil.Start(testutil.Options{})
 	if err != nil {
@@ -53,9 +74,6 @@ func run(ctx context.Context, probeAddr, metricsAddr, stateDir string) error {
 	}()
 	kubeconfig, err := filepath.Abs(filepath.Join(stateDir, "kubeconfig"))
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o700); err != nil {
 		return err
 	}
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
@@ -74,17 +92,24 @@ func run(ctx context.Context, probeAddr, metricsAddr, stateDir string) error {
 	if _, err := crds.Install(ctx, c, all, crds.InstallOptions{}); err != nil {
 		return err
 	}
-	fmt.Println("» creating namespace polycrate and OperatorConfig default")
+	fmt.Println("» creating namespace polycrate, the API token Secret and OperatorConfig default")
 	if err := ensure(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1.DefaultOperatorNamespace}}); err != nil {
 		return err
 	}
-	if err := ensure(ctx, c, &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{
-		Name: v1.DefaultOperatorConfigName, Namespace: v1.DefaultOperatorNamespace}}); err != nil {
+	if err := ensure(ctx, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "polycrate-api-creds", Namespace: v1.DefaultOperatorNamespace},
+		StringData: map[string]string{"token": emulator.DevAgentToken}}); err != nil {
+		return err
+	}
+	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: v1.DefaultOperatorConfigName, Namespace: v1.DefaultOperatorNamespace}}
+	oc.Spec.APISync.APIURL = "http://" + apiAddr
+	oc.Spec.LocalCluster.ClusterName = "demo"
+	if err := ensure(ctx, c, oc); err != nil {
 		return err
 	}
 
 	fmt.Printf(`
-The local cluster is up. In another shell:
+The local cluster is up, and the Polycrate API emulator at http://%s
+(open it in a browser; agent token %q). In another shell:
 
   export KUBECONFIG=%s
   go run ./cmd/polycrate-operator status
@@ -93,7 +118,7 @@ The local cluster is up. In another shell:
 
 Press Ctrl-C to stop everything.
 
-`, kubeconfig, probeAddr)
+`, apiAddr, emulator.DevAgentToken, kubeconfig, probeAddr)
 
 	root := cli.NewRootCommand()
 	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,

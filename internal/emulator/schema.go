@@ -266,6 +266,15 @@ func (f Field) describe() string {
 	if f.Slug {
 		parts = append(parts, "slug")
 	}
+	switch {
+	case f.Min != nil && f.Max != nil:
+		parts = append(parts, fmt.Sprintf("%v–%v", *f.Min, *f.Max))
+	case f.Min != nil:
+		parts = append(parts, fmt.Sprintf("≥ %v", *f.Min))
+	}
+	if f.MaxLength > 0 {
+		parts = append(parts, fmt.Sprintf("≤ %d chars", f.MaxLength))
+	}
 	if f.FK != "" {
 		parts = append(parts, "→ "+f.FK)
 	}
