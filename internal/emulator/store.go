@@ -218,7 +218,12 @@ func (s *Store) Update(resource string, fn func(objs map[string]*Object) ([]*Obj
 	if err != nil {
 		return err
 	}
-	for _, o := range changed {
+	return s.commitLocked(changed)
+}
+
+// commitLocked numbers new objects, indexes and persists them; the caller holds mu.
+func (s *Store) commitLocked(objs []*Object) error {
+	for _, o := range objs {
 		if o.Seq == 0 {
 			s.seq++
 			o.Seq = s.seq
@@ -247,17 +252,7 @@ func edit(objs map[string]*Object, id string, fn func(*Object)) *Object {
 func (s *Store) Save(objs ...*Object) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, o := range objs {
-		if o.Seq == 0 {
-			s.seq++
-			o.Seq = s.seq
-		}
-		s.put(o)
-		if err := s.persist(o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.commitLocked(objs)
 }
 
 // Remove deletes an object for good (hard delete, purge).
