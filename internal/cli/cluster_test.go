@@ -147,6 +147,7 @@ var _ = Describe("against a cluster", Ordered, func() {
 		cancel()
 		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
 		Expect(logs.String()).To(ContainSubstring("starting polycrate-operator"))
+		Expect(logs.String()).To(ContainSubstring("CRDs in place"))
 		Expect(logs.String()).To(ContainSubstring("polycrate-operator stopped"))
 
 		// Leader election released the Lease on a clean stop.

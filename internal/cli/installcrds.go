@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polycrate/polycrate-operator/internal/crds"
+	"github.com/polycrate/polycrate-operator/internal/version"
 )
 
 func newInstallCRDsCommand() *cobra.Command {
@@ -32,7 +33,7 @@ With --dry-run the API server validates everything and nothing is changed.`,
 			if err != nil {
 				return err
 			}
-			results, err := crds.Install(cmd.Context(), c, all, crds.InstallOptions{DryRun: dryRun, EstablishTimeout: timeout})
+			results, err := crds.Install(cmd.Context(), c, all, crds.InstallOptions{DryRun: dryRun, EstablishTimeout: timeout, Version: version.Get()})
 			out := cmd.OutOrStdout()
 			suffix := ""
 			if dryRun {
@@ -42,12 +43,18 @@ With --dry-run the API server validates everything and nothing is changed.`,
 			for _, r := range results {
 				counts[r.Action]++
 				fmt.Fprintf(out, "customresourcedefinition.apiextensions.k8s.io/%s %s%s\n", r.Name, r.Action, suffix)
+				if r.Reason != "" {
+					fmt.Fprintf(out, "  (%s)\n", r.Reason)
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("installing CRDs into %s: %w", host, err)
 			}
 			summary := fmt.Sprintf("%d CRDs: %d created, %d updated, %d unchanged", len(results),
 				counts[crds.Created], counts[crds.Updated], counts[crds.Unchanged])
+			if counts[crds.Skipped] > 0 {
+				summary += fmt.Sprintf(", %d skipped", counts[crds.Skipped])
+			}
 			if dryRun {
 				fmt.Fprintf(out, "%s — dry run against %s, nothing was changed\n", summary, host)
 			} else {

@@ -7,10 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/manager"
 	"github.com/polycrate/polycrate-operator/internal/version"
@@ -18,11 +20,12 @@ import (
 
 // runOptions are the flags of `polycrate-operator run`.
 type runOptions struct {
-	kube    kubeFlags
-	mgr     manager.Options
-	qps     float32
-	burst   int
-	zapOpts zap.Options
+	kube        kubeFlags
+	mgr         manager.Options
+	qps         float32
+	burst       int
+	installCRDs bool
+	zapOpts     zap.Options
 }
 
 func defaultNamespace() string {
@@ -56,6 +59,17 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			if err != nil {
 				return err
 			}
+			if o.installCRDs {
+				c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+				if err != nil {
+					return err
+				}
+				if err := crds.SelfInstall(cmd.Context(), c, version.Get(), logger.WithName("crds")); err != nil {
+					return err
+				}
+			} else {
+				log.Info("CRD installation on start is off (--install-crds=false): CRDs are managed outside the operator")
+			}
 			mgr, err := manager.New(cfg, o.mgr)
 			if err != nil {
 				return fmt.Errorf("creating the manager: %w", err)
@@ -80,6 +94,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.StringVar(&o.mgr.OperatorNamespace, "namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig, token Secret and leader-election Lease ($POD_NAMESPACE)")
 	f.StringVar(&o.mgr.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
+	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the Kubernetes API")
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)

@@ -15,5 +15,8 @@ package controller
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
 // CRDs are read to learn which third-party kinds (Gateway API, cert-manager,
-// Velero, CloudNativePG) exist, so their controllers start when they appear.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// Velero, CloudNativePG) exist, so their controllers start when they appear; and
+// the operator applies its own CRDs on start (run --install-crds, the default):
+// create and patch (server-side apply). It never deletes a CRD. With
+// --install-crds=false these two verbs can be dropped.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;patch

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/Masterminds/semver/v3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,13 +29,20 @@ const (
 	Created   Action = "created"
 	Updated   Action = "updated"
 	Unchanged Action = "unchanged"
+	// Skipped: a newer operator version installed this CRD; it is left as it is.
+	Skipped Action = "skipped"
 )
+
+// VersionAnnotation records which operator version last installed a CRD.
+const VersionAnnotation = "polycrate.io/operator-version"
 
 // Result is the outcome for one CRD.
 type Result struct {
 	Name   string
 	Kind   string
 	Action Action
+	// Reason explains a skipped CRD.
+	Reason string
 }
 
 // InstallOptions tune Install.
@@ -44,6 +53,10 @@ type InstallOptions struct {
 	EstablishTimeout time.Duration
 	// FieldOwner is the server-side-apply field manager (default polycrate-operator).
 	FieldOwner string
+	// Version is this operator's version: written to each CRD as VersionAnnotation,
+	// and a CRD whose annotation names a newer version is skipped, never downgraded.
+	// Versions that are not semantic versions (dev builds) never refuse.
+	Version string
 }
 
 // Install applies the given CRDs with server-side apply (idempotent, taking
@@ -68,12 +81,19 @@ func Install(ctx context.Context, c client.Client, list []CRD, opts InstallOptio
 	if opts.DryRun {
 		return results, nil
 	}
-	for _, crd := range list {
-		if err := waitEstablished(ctx, c, crd.Object.Name, opts.EstablishTimeout); err != nil {
+	for _, r := range results {
+		if err := waitEstablished(ctx, c, r.Name, opts.EstablishTimeout); err != nil {
 			return results, err
 		}
 	}
 	return results, nil
+}
+
+// newerThan reports whether installed names a newer semantic version than ours.
+func newerThan(installed, ours string) bool {
+	iv, err1 := semver.NewVersion(installed)
+	ov, err2 := semver.NewVersion(ours)
+	return err1 == nil && err2 == nil && iv.GreaterThan(ov)
 }
 
 func applyOne(ctx context.Context, c client.Client, crd CRD, opts InstallOptions) (Result, error) {
@@ -88,9 +108,25 @@ func applyOne(ctx context.Context, c client.Client, crd CRD, opts InstallOptions
 		existed = false
 	}
 
+	if existed && opts.Version != "" {
+		if installed := before.Annotations[VersionAnnotation]; newerThan(installed, opts.Version) {
+			res.Action = Skipped
+			res.Reason = fmt.Sprintf("installed by operator %s, newer than this operator (%s); not downgraded", installed, opts.Version)
+			return res, nil
+		}
+	}
+
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(crd.Raw, &u.Object); err != nil {
 		return res, fmt.Errorf("decoding CRD %s: %w", crd.Object.Name, err)
+	}
+	if opts.Version != "" {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[VersionAnnotation] = opts.Version
+		u.SetAnnotations(ann)
 	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(opts.FieldOwner), client.ForceOwnership}
 	if opts.DryRun {

@@ -114,4 +114,5 @@ var _ = Describe("The operator's CRDs", Ordered, func() {
 	})
 
 	Describe("schema", schemaSpecs)
+	Describe("versions and self-install", Ordered, versionSpecs)
 })

@@ -17,6 +17,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -135,6 +136,32 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 		logs := string(op.Err.Contents())
 		Expect(logs).To(ContainSubstring(`"version":"` + e2eVersion + `"`))
 		Expect(logs).To(ContainSubstring("polycrate-operator stopped"))
+		// The operator applied its own CRDs as its ServiceAccount (nothing to change here).
+		Expect(logs).To(ContainSubstring(`"msg":"CRDs in place","created":0,"updated":0,"unchanged":10,"skipped":0`))
 		Expect(strings.ToLower(logs)).NotTo(ContainSubstring("forbidden"), "the ServiceAccount lacks a permission")
+	})
+
+	It("recreates a missing CRD on start, as its ServiceAccount", func() {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "k8sclusters.polycrate.io"}, crd)).To(Succeed())
+		Expect(k8s.Delete(ctx, crd)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "k8sclusters.polycrate.io"}, &apiextensionsv1.CustomResourceDefinition{}))
+		}, 30*time.Second).Should(BeTrue())
+
+		probe := freePort()
+		cmd := exec.Command(binary, "run", "--kubeconfig", saKubeconfig, "--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+		cmd.Env = append(os.Environ(), "POD_NAMESPACE=polycrate", "KUBECONFIG=")
+		op, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		defer op.Kill()
+		Eventually(func() int {
+			return run("health", "--url", "http://"+probe, "--timeout", "1s").Wait(10 * time.Second).ExitCode()
+		}, 60*time.Second, 500*time.Millisecond).Should(Equal(0))
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "k8sclusters.polycrate.io"}, crd)).To(Succeed())
+		Expect(crd.Annotations).To(HaveKeyWithValue("polycrate.io/operator-version", e2eVersion))
+		op.Signal(syscall.SIGTERM)
+		Eventually(op, 40*time.Second).Should(gexec.Exit(0))
+		Expect(string(op.Err.Contents())).To(ContainSubstring(`"msg":"CRD created","crd":"k8sclusters.polycrate.io"`))
 	})
 })
