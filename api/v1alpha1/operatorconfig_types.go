@@ -70,6 +70,13 @@ type APISyncConfig struct {
 	// +kubebuilder:default={}
 	// +optional
 	CredentialsRef CredentialsReference `json:"credentials_ref,omitempty"`
+	// HealthReportIntervalSeconds is how often the operator reports its health to the
+	// API (which keeps it registered as an agent and alive).
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	HealthReportIntervalSeconds int32 `json:"health_report_interval_seconds,omitempty"`
 }
 
 // CredentialsReference names the Secret holding the agent token.
@@ -306,6 +313,9 @@ type OperatorConfigStatus struct {
 	// LocalCluster holds the API cluster this cluster is registered as.
 	// +optional
 	LocalCluster *LocalClusterStatus `json:"local_cluster,omitempty"`
+	// OperatorVersion is this operator's version and the one the API's rollout wants.
+	// +optional
+	OperatorVersion *OperatorVersionStatus `json:"operator_version,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observed_generation,omitempty"`
@@ -334,6 +344,17 @@ type APISyncStatus struct {
 	ResolvedAt *metav1.Time `json:"resolved_at,omitempty"`
 }
 
+// OperatorVersionStatus compares the running version with the rollout's.
+type OperatorVersionStatus struct {
+	// Installed is the running operator's version (reported as the K8s app
+	// polycrate-operator's installed_version).
+	// +optional
+	Installed string `json:"installed,omitempty"`
+	// Desired is the version the API wants this cluster to run, where the API offers it.
+	// +optional
+	Desired string `json:"desired,omitempty"`
+}
+
 // LocalClusterStatus is the API cluster this cluster is registered as.
 type LocalClusterStatus struct {
 	// ClusterID is the API id of the cluster.
@@ -360,6 +381,7 @@ type LocalClusterStatus struct {
 // +kubebuilder:printcolumn:name="Organization",type=string,JSONPath=`.status.api_sync.organization_name`
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.local_cluster.cluster_name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OperatorConfig struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -41,7 +41,7 @@ var _ = Describe("against a cluster", Ordered, func() {
 	It("status works before the CRDs exist and says so per kind", func() {
 		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(out).To(HavePrefix("Polycrate Operator Status\n=========================\nCluster: " + clusterURL + "\n"))
+		Expect(out).To(HavePrefix("Polycrate Operator Status\n=========================\nCluster: " + clusterURL + "\nOperatorConfig: CRD not installed\n"))
 		Expect(countLines(out, `\(CRD not installed: run 'polycrate-operator install-crds'\)`)).To(Equal(10))
 	})
 
@@ -99,6 +99,7 @@ var _ = Describe("against a cluster", Ordered, func() {
 		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("Polycrate Operator Status\n=========================\nCluster: " + clusterURL + "\n"))
+		Expect(out).To(ContainSubstring("OperatorConfig: none in namespace polycrate — the operator discovers nothing until one exists\n"))
 		Expect(out).To(MatchRegexp(`\nK8sClusters\n-----------\n  NAME\s+NAMESPACE\s+PHASE\n  production-cluster\s+polycrate\s+Ready\n`))
 		Expect(out).To(MatchRegexp(`\nHosts\n-----\n  NAME\s+NAMESPACE\s+PHASE\n  worker-1\s+-\s+-\n`))
 		Expect(out).To(ContainSubstring("\nEndpoints\n---------\n  (none)\n"))
@@ -148,6 +149,7 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
 		Expect(logs.String()).To(ContainSubstring("starting polycrate-operator"))
 		Expect(logs.String()).To(ContainSubstring("CRDs in place"))
+		Expect(logs.String()).To(ContainSubstring("no OperatorConfig: the operator discovers nothing until one exists"))
 		Expect(logs.String()).To(ContainSubstring("polycrate-operator stopped"))
 
 		// Leader election released the Lease on a clean stop.

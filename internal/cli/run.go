@@ -15,6 +15,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/manager"
+	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/version"
 )
 
@@ -73,6 +74,10 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			mgr, err := manager.New(cfg, o.mgr)
 			if err != nil {
 				return fmt.Errorf("creating the manager: %w", err)
+			}
+			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
+				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles}); err != nil {
+				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
 				"apiServer", cfg.Host, "namespace", o.mgr.OperatorNamespace, "leaderElection", o.mgr.LeaderElect,

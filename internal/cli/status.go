@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +20,7 @@ import (
 
 func newStatusCommand() *cobra.Command {
 	var kf kubeFlags
-	var namespace string
+	var namespace, opNamespace string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every Polycrate custom resource in the cluster with its phase",
@@ -38,6 +40,7 @@ Reads the cluster directly: works whether or not the operator is running.`,
 			fmt.Fprintln(out, "Polycrate Operator Status")
 			fmt.Fprintln(out, "=========================")
 			fmt.Fprintf(out, "Cluster: %s\n", host)
+			fmt.Fprintf(out, "OperatorConfig: %s\n", operatorConfigSummary(cmd.Context(), c, opNamespace))
 			for _, crd := range all {
 				title := crd.Object.Spec.Names.Kind + "s"
 				fmt.Fprintf(out, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
@@ -61,6 +64,7 @@ Reads the cluster directly: works whether or not the operator is running.`,
 	}
 	kf.bind(cmd)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only resources in this namespace (default: all namespaces)")
+	cmd.Flags().StringVar(&opNamespace, "operator-namespace", defaultNamespace(), "the operator's namespace, where its OperatorConfig lives ($POD_NAMESPACE)")
 	return cmd
 }
 
@@ -89,4 +93,23 @@ func writeStatusSection(out io.Writer, items []unstructured.Unstructured) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", it.GetName(), ns, phase)
 	}
 	_ = tw.Flush()
+}
+
+// operatorConfigSummary says whether the singleton exists and how it is doing.
+func operatorConfigSummary(ctx context.Context, c client.Client, ns string) string {
+	oc := &polycratev1alpha1.OperatorConfig{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: polycratev1alpha1.DefaultOperatorConfigName}, oc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("none in namespace %s — the operator discovers nothing until one exists", ns)
+	case meta.IsNoMatchError(err):
+		return "CRD not installed"
+	case err != nil:
+		return "cannot read: " + err.Error()
+	}
+	ready := meta.FindStatusCondition(oc.Status.Conditions, polycratev1alpha1.ConditionReady)
+	if ready == nil {
+		return fmt.Sprintf("%s/default (not reconciled yet)", ns)
+	}
+	return fmt.Sprintf("%s/default Ready=%s (%s: %s)", ns, ready.Status, ready.Reason, ready.Message)
 }

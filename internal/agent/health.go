@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// Result is the outcome of the latest health report.
+type Result struct {
+	At       time.Time
+	Response *polycrate.HealthResponse // set on success
+	Err      error                     // set on failure
+	// Failures counts consecutive failed reports.
+	Failures int
+}
+
+// State is the latest health report, shared by the reporter (writer) and the
+// OperatorConfig controller (reader, the only writer of the CR's status).
+type State struct {
+	mu      sync.RWMutex
+	last    *Result
+	changed chan struct{}
+}
+
+// NewState makes an empty state.
+func NewState() *State { return &State{changed: make(chan struct{}, 1)} }
+
+// Last is the latest result, nil before the first report.
+func (s *State) Last() *Result {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.last
+}
+
+// Changed receives a value when the outcome of the reports changes (success
+// versus failure, the kind of failure, or what the API answered).
+func (s *State) Changed() <-chan struct{} { return s.changed }
+
+func (s *State) set(r *Result) {
+	s.mu.Lock()
+	prev := s.last
+	s.last = r
+	s.mu.Unlock()
+	if prev == nil || outcome(prev) != outcome(r) {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// outcome summarises a result for change detection (never the token).
+func outcome(r *Result) string {
+	if r.Err != nil {
+		return "error:" + r.Err.Error()
+	}
+	h := r.Response
+	return "ok:" + h.AgentID + "/" + h.WorkspaceID + "/" + h.WorkspaceName + "/" + deref(h.OrganizationID) + "/" + deref(h.OrganizationName) + "/" + h.PopName
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Metrics of the health report.
+type Metrics struct {
+	reports     *prometheus.CounterVec
+	lastSuccess prometheus.Gauge
+}
+
+// NewMetrics registers polycrate_operator_health_reports_total{result} and
+// polycrate_operator_health_report_last_success_timestamp_seconds.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "polycrate_operator_health_reports_total",
+			Help: "Health reports sent to the Polycrate API, by result (success, failure)."}, []string{"result"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "polycrate_operator_health_report_last_success_timestamp_seconds",
+			Help: "Unix time of the last health report the Polycrate API accepted."}),
+	}
+	for _, c := range []prometheus.Collector{m.reports, m.lastSuccess} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Reporter sends the health report on an interval. It needs leader election: only
+// the active replica reports.
+type Reporter struct {
+	Conn     *Connection
+	Config   *opconfig.Store
+	State    *State
+	Metrics  *Metrics
+	Identity func(ctx context.Context) (string, error)
+	Version  string
+	Log      logr.Logger
+	// MaxBackoff caps the wait after failed reports (default 2 minutes).
+	MaxBackoff time.Duration
+
+	trigger chan struct{}
+	once    sync.Once
+	started time.Time
+}
+
+func (r *Reporter) init() {
+	r.once.Do(func() {
+		r.trigger = make(chan struct{}, 1)
+		if r.MaxBackoff == 0 {
+			r.MaxBackoff = 2 * time.Minute
+		}
+	})
+}
+
+// ReportNow asks for a report as soon as possible (the token or URL changed).
+func (r *Reporter) ReportNow() {
+	r.init()
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection: only the leader reports.
+func (r *Reporter) NeedLeaderElection() bool { return true }
+
+// Start reports until ctx ends: at once, then every interval; after failures the
+// wait doubles up to MaxBackoff, so a dead API is not hammered.
+func (r *Reporter) Start(ctx context.Context) error {
+	r.init()
+	r.started = time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-r.trigger:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		timer.Reset(r.report(ctx))
+	}
+}
+
+// report sends one report and returns the wait before the next.
+func (r *Reporter) report(ctx context.Context) time.Duration {
+	snap := r.Config.Get()
+	interval := 30 * time.Second
+	if snap != nil && snap.Spec.APISync.HealthReportIntervalSeconds > 0 {
+		interval = time.Duration(snap.Spec.APISync.HealthReportIntervalSeconds) * time.Second
+	}
+	c := r.Conn.Client()
+	if snap == nil || !opconfig.Enabled(snap.Spec.APISync.Enabled) || c == nil {
+		return interval // nothing to report to; ReportNow wakes us when that changes
+	}
+	id, err := r.Identity(ctx)
+	if err != nil {
+		r.Log.Error(err, "cannot determine the operator's agent id; reporting without it")
+	}
+	uptime := int64(time.Since(r.started).Seconds())
+	start := r.started.UTC()
+	now := time.Now().UTC()
+	resp, err := c.ReportHealth(ctx, polycrate.HealthReport{
+		ReportedAgentID: id, Version: r.Version, Kind: "operator", Status: "healthy",
+		UptimeSeconds: &uptime, StartTime: &start, ReportedAt: &now, APIConnected: polycrate.Ptr(true),
+		CheckSummary: &polycrate.CheckSummary{},
+	})
+	prev := r.State.Last()
+	res := &Result{At: now}
+	if err != nil {
+		res.Err = err
+		if prev != nil {
+			res.Failures = prev.Failures + 1
+		} else {
+			res.Failures = 1
+		}
+		r.Metrics.observe(false)
+		r.Log.Info("health report failed", "error", err.Error(), "consecutiveFailures", res.Failures)
+	} else {
+		res.Response = resp
+		r.Metrics.observe(true)
+		if prev == nil || prev.Err != nil {
+			r.Log.Info("health report accepted", "agentID", resp.AgentID, "workspace", resp.WorkspaceName,
+				"organization", deref(resp.OrganizationName), "pop", resp.PopName)
+		}
+	}
+	r.State.set(res)
+	if res.Failures == 0 {
+		return interval
+	}
+	wait := interval << min(res.Failures-1, 10)
+	return min(wait, max(r.MaxBackoff, interval))
+}
+
+func (m *Metrics) observe(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reports.WithLabelValues("success").Inc()
+		m.lastSuccess.SetToCurrentTime()
+	} else {
+		m.reports.WithLabelValues("failure").Inc()
+	}
+}
+
+// ClusterIdentity is a stable agent id for this cluster's operator: it survives
+// restarts and leader changes because it derives from the kube-system namespace's
+// UID (the de-facto cluster id) and the operator's namespace.
+func ClusterIdentity(reader client.Reader, operatorNamespace string) func(ctx context.Context) (string, error) {
+	var mu sync.Mutex
+	var id string
+	return func(ctx context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id != "" {
+			return id, nil
+		}
+		ns := &corev1.Namespace{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+			return "", err
+		}
+		id = "polycrate-operator-" + string(ns.UID)
+		if operatorNamespace != "polycrate" {
+			id += "-" + operatorNamespace
+		}
+		return id, nil
+	}
+}

@@ -1,0 +1,398 @@
+// Package operatorconfig reconciles the OperatorConfig singleton: it publishes the
+// live configuration snapshot, connects the operator to the Polycrate API with the
+// token from its Secret, turns the health report's answer into the workspace
+// resolution, registers the local cluster, reports the operator's own version,
+// and says in conditions and events what is wrong.
+package operatorconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// Resync re-reads the API's cluster record (operator settings) this often.
+const Resync = 5 * time.Minute
+
+// OperatorAppName is the operator's own K8s app in the API (seed 000).
+const OperatorAppName = "polycrate-operator"
+
+// Reconciler reconciles OperatorConfig objects.
+type Reconciler struct {
+	Client client.Client
+	// Secrets reads Secrets of the operator namespace only (never cluster-wide).
+	Secrets   client.Reader
+	Namespace string
+	Config    *opconfig.Store
+	Conn      *agent.Connection
+	Health    *agent.State
+	Reporter  *agent.Reporter
+	Recorder  recorder.EventRecorder
+	// Version is the operator's version; KubernetesVersion the cluster's.
+	Version           string
+	KubernetesVersion string
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
+// +kubebuilder:rbac:groups="",namespace=polycrate,resources=secrets,verbs=get;list;watch
+
+// Reconcile runs the skeleton: get, validate the singleton, then the ordered steps,
+// with one status patch at the end written only when something changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	oc := &v1.OperatorConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, oc); err != nil {
+		if apierrors.IsNotFound(err) && req.Namespace == r.Namespace && req.Name == v1.DefaultOperatorConfigName {
+			if r.Config.Get() != nil {
+				log.Info("OperatorConfig deleted: the operator discovers nothing until one exists", "namespace", r.Namespace)
+			}
+			r.Config.Set(nil)
+			r.Conn.Disconnect()
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := oc.Status.DeepCopy()
+	res, err := r.reconcile(ctx, log, oc)
+	if !equality.Semantic.DeepEqual(before, &oc.Status) {
+		if perr := r.Client.Status().Update(ctx, oc); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.OperatorConfig) (ctrl.Result, error) {
+	if oc.Namespace != r.Namespace {
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonNotSingleton,
+			fmt.Sprintf("ignored: the operator reads only the OperatorConfig %q in its namespace %q", v1.DefaultOperatorConfigName, r.Namespace))
+		return ctrl.Result{}, nil
+	}
+	spec := oc.Spec
+
+	// 1. Publish the configuration (live: controllers read the newest snapshot).
+	r.publish(oc, nil)
+
+	// 2. API sync off: nothing to connect.
+	if !opconfig.Enabled(spec.APISync.Enabled) {
+		r.Conn.Disconnect()
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonDisabled, "api_sync.enabled is false")
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonDisabled, "configuration accepted; API sync is disabled")
+		oc.Status.ObservedGeneration = oc.Generation
+		return ctrl.Result{}, nil
+	}
+
+	// 3. The token.
+	token, reason, msg := r.token(ctx, spec.APISync.CredentialsRef)
+	if reason != "" {
+		r.Conn.Disconnect()
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		oc.Status.ObservedGeneration = oc.Generation
+		return ctrl.Result{}, nil // the Secret watch brings us back
+	}
+	changed, err := r.Conn.Configure(spec.APISync.APIURL, token)
+	if err != nil {
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if changed {
+		r.Reporter.ReportNow()
+	}
+
+	// 4. The health report's answer: connected, and which workspace.
+	last := r.Health.Last()
+	switch {
+	case last == nil || last.At.IsZero():
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+		return ctrl.Result{}, nil
+	case last.Err != nil:
+		reason, msg := classify(last.Err)
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		if oc.Status.APISync == nil {
+			r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionFalse, v1.ReasonWorkspaceNotResolved, "no health report accepted yet")
+		}
+		oc.Status.ObservedGeneration = oc.Generation
+		return ctrl.Result{}, nil // the reporter retries with backoff and tells us
+	}
+	h := last.Response
+	r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected, "health reports are accepted by "+spec.APISync.APIURL)
+	r.resolveWorkspace(oc, h)
+
+	// 5. The local cluster and the operator's own app.
+	result, err := r.localCluster(ctx, log, oc)
+	if err != nil {
+		reason, msg := classify(err)
+		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, reason, msg)
+		return ctrl.Result{}, err
+	}
+	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
+		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, derefOr(h.OrganizationName, "-")))
+	oc.Status.ObservedGeneration = oc.Generation
+	return result, nil
+}
+
+// publish stores a new snapshot when the configuration (or the cluster record's
+// ignore list) changed; clusterIgnore nil keeps the current ignore list.
+func (r *Reconciler) publish(oc *v1.OperatorConfig, clusterIgnore []string) {
+	cur := r.Config.Get()
+	if clusterIgnore == nil && cur != nil {
+		clusterIgnore = cur.ClusterIgnoreNamespaces
+	}
+	next := &opconfig.Snapshot{Namespace: oc.Namespace, Generation: oc.Generation, Spec: *oc.Spec.DeepCopy(), ClusterIgnoreNamespaces: clusterIgnore}
+	if cur != nil && cur.Generation == next.Generation && equality.Semantic.DeepEqual(cur.Spec, next.Spec) &&
+		slices.Equal(cur.ClusterIgnoreNamespaces, next.ClusterIgnoreNamespaces) {
+		return
+	}
+	r.Config.Set(next)
+}
+
+// token reads the agent token; a non-empty reason says why there is none. The
+// message never contains the token.
+func (r *Reconciler) token(ctx context.Context, ref v1.CredentialsReference) (token, reason, msg string) {
+	s := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.SecretName}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", v1.ReasonSecretNotFound, fmt.Sprintf("Secret %s/%s with the agent token does not exist (api_sync.credentials_ref.secret_name)", r.Namespace, ref.SecretName)
+		}
+		return "", v1.ReasonSecretNotFound, fmt.Sprintf("cannot read Secret %s/%s: %v", r.Namespace, ref.SecretName, err)
+	}
+	v, ok := s.Data[ref.TokenKey]
+	if !ok {
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return "", v1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %s/%s has no key %q (api_sync.credentials_ref.token_key); its keys: %s",
+			r.Namespace, ref.SecretName, ref.TokenKey, strings.Join(keys, ", "))
+	}
+	t := strings.TrimSpace(string(v))
+	if t == "" {
+		return "", v1.ReasonTokenEmpty, fmt.Sprintf("key %q of Secret %s/%s is empty", ref.TokenKey, r.Namespace, ref.SecretName)
+	}
+	return t, "", ""
+}
+
+// classify turns an API error into a condition reason and message.
+func classify(err error) (reason, msg string) {
+	switch {
+	case polycrate.IsUnauthorized(err):
+		return v1.ReasonUnauthorized, "the Polycrate API rejected the agent token (401): " + err.Error()
+	case polycrate.IsForbidden(err):
+		return v1.ReasonForbidden, "the Polycrate API refused the agent token (403; e.g. the token has no workspace): " + err.Error()
+	case polycrate.IsTransient(err):
+		return v1.ReasonAPIUnavailable, "the Polycrate API is unavailable: " + err.Error()
+	default:
+		return v1.ReasonAPIError, err.Error()
+	}
+}
+
+func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.HealthResponse) {
+	st := &v1.APISyncStatus{WorkspaceID: h.WorkspaceID, WorkspaceName: h.WorkspaceName,
+		OrganizationID: derefOr(h.OrganizationID, ""), OrganizationName: derefOr(h.OrganizationName, ""), AgentID: h.AgentID}
+	if cur := oc.Status.APISync; cur != nil && cur.ResolvedAt != nil {
+		same := *cur
+		same.ResolvedAt = nil
+		if equality.Semantic.DeepEqual(&same, st) {
+			st.ResolvedAt = cur.ResolvedAt // unchanged: keep the time of resolution, write nothing
+		}
+	}
+	if st.ResolvedAt == nil {
+		now := metav1.Now()
+		st.ResolvedAt = &now
+	}
+	oc.Status.APISync = st
+	r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionTrue, v1.ReasonResolved,
+		fmt.Sprintf("workspace %s of organization %s, from the agent token", h.WorkspaceName, derefOr(h.OrganizationName, "-")))
+}
+
+// localCluster registers the local cluster with the seed's idempotency rules: the
+// workspace's API cluster wins; otherwise create one only when cluster_name is
+// set. It then reads the cluster record's operator settings and reports the
+// operator's own app.
+func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.OperatorConfig) (ctrl.Result, error) {
+	spec := oc.Spec.LocalCluster
+	if !opconfig.Enabled(spec.Enabled) {
+		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonDisabled, "local_cluster.enabled is false")
+		return ctrl.Result{}, nil
+	}
+	c := r.Conn.Client()
+	var cluster *polycrate.K8sCluster
+	if st := oc.Status.LocalCluster; st != nil && st.ClusterID != "" {
+		got, err := c.K8sClusters().Get(ctx, st.ClusterID)
+		switch {
+		case err == nil:
+			cluster = got
+		case polycrate.IsNotFound(err):
+			log.Info("the registered cluster is gone from the API; resolving again", "clusterID", st.ClusterID)
+			oc.Status.LocalCluster = nil
+		default:
+			return ctrl.Result{}, err
+		}
+	}
+	if cluster == nil {
+		rows, err := c.K8sClusters().List(ctx, nil)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		source := "adopted"
+		switch {
+		case len(rows) > 0:
+			cluster, err = c.K8sClusters().Get(ctx, rows[0].ID)
+		case spec.ClusterName == "":
+			r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated,
+				"the workspace has no cluster in the API and local_cluster.cluster_name is not set: none is created")
+			return ctrl.Result{RequeueAfter: Resync}, nil
+		default:
+			source = "created"
+			cluster, err = c.K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: spec.ClusterName,
+				KubernetesVersion: polycrate.Ptr(r.KubernetesVersion)})
+			if polycrate.IsConflict(err) { // created concurrently: adopt it
+				source = "adopted"
+				var again []polycrate.K8sClusterRow
+				if again, err = c.K8sClusters().List(ctx, nil); err == nil && len(again) > 0 {
+					cluster, err = c.K8sClusters().Get(ctx, again[0].ID)
+				}
+			}
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		now := metav1.Now()
+		oc.Status.LocalCluster = &v1.LocalClusterStatus{ClusterID: cluster.ID, ClusterName: cluster.Name, Source: source, RegisteredAt: &now}
+		log.Info("local cluster "+source, "clusterID", cluster.ID, "name", cluster.Name)
+		reason := v1.ReasonLocalClusterAdopted
+		if source == "created" {
+			reason = v1.ReasonLocalClusterRegistered
+		}
+		r.event(oc, corev1.EventTypeNormal, reason, fmt.Sprintf("local cluster %s %s (%s)", cluster.Name, source, cluster.ID))
+	}
+	r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered,
+		fmt.Sprintf("registered as API cluster %s (%s)", cluster.Name, oc.Status.LocalCluster.Source))
+
+	// The cluster record's operator settings join every discovery's ignore list.
+	r.publish(oc, ignoreList(cluster.OperatorIgnoreNamespaces, cluster.DiscoveryIgnoredNamespaces))
+
+	if err := r.operatorApp(ctx, oc, cluster.ID); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: Resync}, nil
+}
+
+// operatorApp reports the operator itself as the K8s app polycrate-operator with
+// installed_version (seed 000), adopting the app where it exists, writing only on
+// change, and shows the desired version where the API offers one.
+func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clusterID string) error {
+	c := r.Conn.Client()
+	row, err := c.FindK8sApp(ctx, OperatorAppName, clusterID)
+	if err != nil {
+		return err
+	}
+	var app *polycrate.K8sApp
+	if row == nil {
+		app, err = c.K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: OperatorAppName, Kind: "polycrate", K8sCluster: &clusterID,
+			Namespace: polycrate.Ptr(r.Namespace), InstalledVersion: polycrate.Ptr(r.Version), Installed: true, CreatedByComponent: "operator"})
+	} else {
+		app, err = c.K8sApps().Get(ctx, row.ID)
+		if err == nil && derefOr(app.InstalledVersion, "") != r.Version {
+			app, err = c.K8sApps().Patch(ctx, row.ID, map[string]any{"installed_version": r.Version, "installed": true})
+		}
+	}
+	if err != nil {
+		return err
+	}
+	oc.Status.OperatorVersion = &v1.OperatorVersionStatus{Installed: r.Version, Desired: derefOr(app.DesiredVersion, "")}
+	return nil
+}
+
+func ignoreList(values ...any) []string {
+	out := []string{}
+	for _, v := range values {
+		items, _ := v.([]any)
+		for _, it := range items {
+			if s, ok := it.(string); ok && s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// setCondition sets a condition and emits an event when it changes: Warning for a
+// failure, Normal for a recovery.
+func (r *Reconciler) setCondition(oc *v1.OperatorConfig, typ string, status metav1.ConditionStatus, reason, msg string) {
+	prev := meta.FindStatusCondition(oc.Status.Conditions, typ)
+	changed := meta.SetStatusCondition(&oc.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: oc.Generation})
+	if !changed || (prev != nil && prev.Status == status && prev.Reason == reason) {
+		return
+	}
+	switch {
+	case status == metav1.ConditionFalse && reason != v1.ReasonDisabled && reason != v1.ReasonLocalClusterNotCreated:
+		r.event(oc, corev1.EventTypeWarning, reason, typ+": "+msg)
+	case status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
+		r.event(oc, corev1.EventTypeNormal, reason, typ+": "+msg)
+	}
+}
+
+func (r *Reconciler) event(oc *v1.OperatorConfig, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(oc, nil, typ, reason, "Reconcile", "%s", msg)
+	}
+}
+
+func derefOr(s *string, d string) string {
+	if s == nil {
+		return d
+	}
+	return *s
+}
+
+// SetupWithManager wires the reconciler: OperatorConfigs, the token Secret (from
+// the operator namespace's own cache), and the health reporter's changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secretCache source.SyncingSource, maxConcurrent int) error {
+	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
+	healthEvents := make(chan event.GenericEvent, 1)
+	go func() {
+		for range r.Health.Changed() {
+			healthEvents <- event.GenericEvent{Object: &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}}
+		}
+	}()
+	opts := controller.Options(maxConcurrent)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("operatorconfig").
+		For(&v1.OperatorConfig{}).
+		WatchesRawSource(secretCache).
+		WatchesRawSource(source.Channel(healthEvents, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{singleton}
+		}))).
+		WithOptions(opts).
+		Complete(r)
+}

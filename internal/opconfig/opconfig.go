@@ -1,0 +1,115 @@
+// Package opconfig holds the operator's live configuration: an immutable snapshot
+// of the OperatorConfig singleton that every controller reads, the namespace filter
+// all discovery types share, and change notification.
+package opconfig
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+)
+
+// NamespaceFilter is the seed's rule (OperatorConfig "Namespace-Filterung"): an empty
+// Watch list means every namespace; Ignore is subtracted from Watch, so a namespace
+// in both lists is ignored.
+type NamespaceFilter struct {
+	Watch  []string
+	Ignore []string
+}
+
+// Allows reports whether a namespace is discovered.
+func (f NamespaceFilter) Allows(ns string) bool {
+	if slices.Contains(f.Ignore, ns) {
+		return false
+	}
+	return len(f.Watch) == 0 || slices.Contains(f.Watch, ns)
+}
+
+// WithIgnored adds namespaces to ignore (e.g. the API cluster record's
+// operator_ignore_namespaces), keeping the receiver unchanged.
+func (f NamespaceFilter) WithIgnored(ns ...string) NamespaceFilter {
+	out := NamespaceFilter{Watch: slices.Clone(f.Watch), Ignore: slices.Clone(f.Ignore)}
+	for _, n := range ns {
+		if n != "" && !slices.Contains(out.Ignore, n) {
+			out.Ignore = append(out.Ignore, n)
+		}
+	}
+	return out
+}
+
+// Snapshot is one immutable reading of the OperatorConfig. Never modify it: take
+// a new one from Store.
+type Snapshot struct {
+	// Namespace and Generation identify the OperatorConfig it was read from.
+	Namespace  string
+	Generation int64
+	// Spec is the OperatorConfig's spec (defaults applied by the API server).
+	Spec v1.OperatorConfigSpec
+	// ClusterIgnoreNamespaces come from the API's cluster record
+	// (operator_ignore_namespaces, discovery_ignored_namespaces) and are added to
+	// every discovery type's ignore list.
+	ClusterIgnoreNamespaces []string
+}
+
+// Enabled reads an optional boolean whose default is true.
+func Enabled(b *bool) bool { return b == nil || *b }
+
+// EndpointNamespaces is the namespace filter of endpoint discovery.
+func (s *Snapshot) EndpointNamespaces() NamespaceFilter {
+	d := s.Spec.EndpointDiscovery
+	return NamespaceFilter{Watch: d.WatchNamespaces, Ignore: d.IgnoreNamespaces}.WithIgnored(s.ClusterIgnoreNamespaces...)
+}
+
+// AppNamespaces is the namespace filter of app discovery.
+func (s *Snapshot) AppNamespaces() NamespaceFilter {
+	d := s.Spec.AppDiscovery
+	return NamespaceFilter{Watch: d.WatchNamespaces, Ignore: d.IgnoreNamespaces}.WithIgnored(s.ClusterIgnoreNamespaces...)
+}
+
+// BackupNamespaces is the namespace filter of backup discovery.
+func (s *Snapshot) BackupNamespaces() NamespaceFilter {
+	d := s.Spec.BackupDiscovery
+	return NamespaceFilter{Watch: d.WatchNamespaces, Ignore: d.IgnoreNamespaces}.WithIgnored(s.ClusterIgnoreNamespaces...)
+}
+
+// CertificateNamespaces is the namespace filter of certificate discovery.
+func (s *Snapshot) CertificateNamespaces() NamespaceFilter {
+	d := s.Spec.CertificateDiscovery
+	return NamespaceFilter{Watch: d.WatchNamespaces, Ignore: d.IgnoreNamespaces}.WithIgnored(s.ClusterIgnoreNamespaces...)
+}
+
+// Store holds the current snapshot (nil while there is no OperatorConfig) and
+// tells subscribers when it changes.
+type Store struct {
+	cur  atomic.Pointer[Snapshot]
+	mu   sync.Mutex
+	subs []chan struct{}
+}
+
+// Get returns the current snapshot; nil means no OperatorConfig: discover nothing.
+func (s *Store) Get() *Snapshot { return s.cur.Load() }
+
+// Set publishes a snapshot (nil withdraws it) and notifies subscribers.
+func (s *Store) Set(snap *Snapshot) {
+	s.cur.Store(snap)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.subs {
+		select {
+		case c <- struct{}{}:
+		default: // a notification is already pending
+		}
+	}
+}
+
+// Subscribe returns a channel that receives a value after each change (coalesced:
+// one pending notification at most).
+func (s *Store) Subscribe() <-chan struct{} {
+	c := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.subs = append(s.subs, c)
+	s.mu.Unlock()
+	return c
+}

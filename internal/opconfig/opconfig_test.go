@@ -1,0 +1,85 @@
+package opconfig
+
+import (
+	"testing"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+)
+
+func TestNamespaceFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter NamespaceFilter
+		ns     string
+		want   bool
+	}{
+		{"empty watch allows all", NamespaceFilter{}, "prod", true},
+		{"ignored", NamespaceFilter{Ignore: []string{"kube-system"}}, "kube-system", false},
+		{"not ignored", NamespaceFilter{Ignore: []string{"kube-system"}}, "prod", true},
+		{"watched", NamespaceFilter{Watch: []string{"prod", "staging"}}, "staging", true},
+		{"not watched", NamespaceFilter{Watch: []string{"prod", "staging"}}, "dev", false},
+		{"in both lists: ignored", NamespaceFilter{Watch: []string{"prod"}, Ignore: []string{"prod"}}, "prod", false},
+		{"empty namespace name with a watch list", NamespaceFilter{Watch: []string{"prod"}}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.filter.Allows(tc.ns); got != tc.want {
+				t.Fatalf("Allows(%q) = %v, want %v", tc.ns, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSeedExampleAndClusterIgnores(t *testing.T) {
+	// The seed's OperatorConfig example, plus the API cluster record's ignore list.
+	s := &Snapshot{Spec: v1.OperatorConfigSpec{
+		EndpointDiscovery: v1.EndpointDiscoveryConfig{IgnoreNamespaces: []string{"kube-system", "kube-public", "polycrate"}},
+		AppDiscovery:      v1.AppDiscoveryConfig{WatchNamespaces: []string{"prod", "legacy"}, IgnoreNamespaces: []string{"kube-system"}},
+	}, ClusterIgnoreNamespaces: []string{"legacy", ""}}
+	ep := s.EndpointNamespaces()
+	for ns, want := range map[string]bool{"production": true, "polycrate": false, "kube-public": false, "legacy": false} {
+		if got := ep.Allows(ns); got != want {
+			t.Errorf("endpoints %s: %v, want %v", ns, got, want)
+		}
+	}
+	app := s.AppNamespaces()
+	for ns, want := range map[string]bool{"prod": true, "legacy": false, "other": false} {
+		if got := app.Allows(ns); got != want {
+			t.Errorf("apps %s: %v, want %v", ns, got, want)
+		}
+	}
+	// WithIgnored does not change the spec's lists.
+	if len(s.Spec.EndpointDiscovery.IgnoreNamespaces) != 3 {
+		t.Fatal("the snapshot's spec was modified")
+	}
+}
+
+func TestStoreNotifies(t *testing.T) {
+	var st Store
+	if st.Get() != nil {
+		t.Fatal("a new store has a snapshot")
+	}
+	ch := st.Subscribe()
+	st.Set(&Snapshot{Generation: 1})
+	st.Set(&Snapshot{Generation: 2}) // coalesced with the first notification
+	<-ch
+	select {
+	case <-ch:
+		t.Fatal("two notifications pending")
+	default:
+	}
+	if st.Get().Generation != 2 {
+		t.Fatal("latest snapshot not returned")
+	}
+	st.Set(nil)
+	<-ch
+	if st.Get() != nil {
+		t.Fatal("snapshot not withdrawn")
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	f, tr := false, true
+	if !Enabled(nil) || !Enabled(&tr) || Enabled(&f) {
+		t.Fatal("Enabled")
+	}
+}

@@ -1,0 +1,119 @@
+// Package operator assembles the operator's parts into the manager: the live
+// configuration, the API connection, the health reporter and the controllers.
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// Options configure the operator's parts.
+type Options struct {
+	Namespace               string
+	Version                 string
+	UserAgent               string
+	MaxConcurrentReconciles int
+}
+
+// Operator is what Setup built; tests and later controllers use its parts.
+type Operator struct {
+	Config   *opconfig.Store
+	Conn     *agent.Connection
+	Health   *agent.State
+	Reporter *agent.Reporter
+}
+
+// Setup adds everything to the manager.
+func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
+	reg := ctrlmetrics.Registry
+	apiMetrics, err := polycrate.NewMetrics(reg)
+	if err != nil {
+		apiMetrics = nil // registered by an earlier Setup in this process (tests)
+	}
+	healthMetrics, err := agent.NewMetrics(reg)
+	if err != nil {
+		healthMetrics = nil
+	}
+	op := &Operator{
+		Config: &opconfig.Store{},
+		Conn:   agent.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics}),
+		Health: agent.NewState(),
+	}
+	op.Reporter = &agent.Reporter{Conn: op.Conn, Config: op.Config, State: op.Health, Metrics: healthMetrics,
+		Identity: agent.ClusterIdentity(mgr.GetAPIReader(), o.Namespace), Version: o.Version,
+		Log: mgr.GetLogger().WithName("agent")}
+	if err := mgr.Add(op.Reporter); err != nil {
+		return nil, err
+	}
+
+	// Secrets are cached for the operator's own namespace only (the token Secret
+	// lives there), never cluster-wide.
+	secrets, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return nil, err
+	}
+	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
+	tokenSecret := predicate.NewTypedPredicateFuncs(func(s *corev1.Secret) bool {
+		name := "polycrate-api-creds"
+		if snap := op.Config.Get(); snap != nil {
+			name = snap.Spec.APISync.CredentialsRef.SecretName
+		}
+		return s.Name == name
+	})
+	secretSource := source.Kind(secrets, &corev1.Secret{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *corev1.Secret) []reconcile.Request { return []reconcile.Request{singleton} }),
+		tokenSecret)
+
+	kubeVersion := ""
+	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			kubeVersion = v.GitVersion
+		}
+	}
+	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
+		Conn: op.Conn, Health: op.Health, Reporter: op.Reporter, Recorder: mgr.GetEventRecorder("polycrate-operator"),
+		Version: o.Version, KubernetesVersion: kubeVersion}
+	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up the OperatorConfig controller: %w", err)
+	}
+	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.
+	apiReader := mgr.GetAPIReader()
+	log := mgr.GetLogger().WithName("operatorconfig")
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		oc := &v1.OperatorConfig{}
+		err := apiReader.Get(ctx, singleton.NamespacedName, oc)
+		switch {
+		case apierrors.IsNotFound(err):
+			log.Info("no OperatorConfig: the operator discovers nothing until one exists", "namespace", o.Namespace, "name", v1.DefaultOperatorConfigName)
+		case err != nil:
+			log.Error(err, "cannot read the OperatorConfig", "namespace", o.Namespace)
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	return op, nil
+}

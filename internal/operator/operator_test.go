@@ -1,0 +1,377 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/manager"
+	"github.com/polycrate/polycrate-operator/internal/operator"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+)
+
+const (
+	ns           = "polycrate"
+	otherToken   = "globex-agent-token"
+	testVersion  = "0.0.7-test"
+	secretName   = "polycrate-api-creds"
+	wrongToken   = "not-a-valid-token-31337"
+	apiTimeout   = 30 * time.Second
+	pollInterval = 100 * time.Millisecond
+)
+
+var (
+	env    *envtest.Environment
+	cfg    *rest.Config
+	k8s    client.Client
+	api    *emulator.Server
+	apiURL string
+	op     *operator.Operator
+	cancel context.CancelFunc
+	ctx    = context.Background()
+)
+
+func TestOperator(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "OperatorConfig, agent identity and local cluster (envtest + emulator)")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, cfg, err = testutil.Start(testutil.Options{OwnCRDs: true})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})).To(Succeed())
+
+	seed, err := emulator.ParseSeed(emulator.DefaultSeedYAML)
+	Expect(err).NotTo(HaveOccurred())
+	seed.Pops = append(seed.Pops, emulator.SeedPop{Name: "nbg1"})
+	seed.Organizations = append(seed.Organizations, emulator.SeedOrganization{Name: "globex",
+		Workspaces: []emulator.SeedWorkspace{{Name: "globex-prod", Pop: "nbg1", Tokens: []string{otherToken}}}})
+	api, err = emulator.New(emulator.Config{Seed: seed, AgentSilenceThreshold: 2 * time.Second})
+	Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewServer(api.Handler())
+	apiURL = ts.URL
+	var apiCtx context.Context
+	apiCtx, cancel = context.WithCancel(ctx)
+	go api.Run(apiCtx)
+	DeferCleanup(ts.Close)
+
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0", OperatorNamespace: ns,
+		Logger: GinkgoLogr})
+	Expect(err).NotTo(HaveOccurred())
+	op, err = operator.Setup(mgr, operator.Options{Namespace: ns, Version: testVersion, UserAgent: "polycrate-operator/" + testVersion})
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(apiCtx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func operatorConfig(namespace string) *v1.OperatorConfig {
+	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}
+	oc.Spec.APISync.APIURL = apiURL
+	oc.Spec.APISync.HealthReportIntervalSeconds = 1
+	return oc
+}
+
+func getOC() *v1.OperatorConfig {
+	oc := &v1.OperatorConfig{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, oc)).To(Succeed())
+	return oc
+}
+
+// condition waits for a condition's status and reason on the singleton.
+func condition(typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	var c *metav1.Condition
+	EventuallyWithOffset(1, func(g Gomega) {
+		oc := &v1.OperatorConfig{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, oc)).To(Succeed())
+		c = meta.FindStatusCondition(oc.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil(), "no %s condition yet", typ)
+		g.Expect(c.Status).To(Equal(status), "%s: %s", typ, c.Message)
+		g.Expect(c.Reason).To(Equal(reason), "%s: %s", typ, c.Message)
+	}, apiTimeout, pollInterval).Should(Succeed())
+	return c
+}
+
+// updateOC changes the singleton's spec, retrying on conflicts with the
+// controller's status writes.
+func updateOC(change func(*v1.OperatorConfig)) {
+	EventuallyWithOffset(1, func() error {
+		oc := getOC()
+		change(oc)
+		return k8s.Update(ctx, oc)
+	}, apiTimeout, pollInterval).Should(Succeed())
+}
+
+func setToken(data map[string][]byte) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}}
+	_, err := ctrl.CreateOrUpdate(ctx, k8s, s, func() error { s.Data = data; return nil })
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}
+
+func warningEvent(namespace, reason string) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		found := false
+		for _, e := range list.Items {
+			if e.Reason == reason && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "default" {
+				found = true
+			}
+		}
+		g.Expect(found).To(BeTrue(), "no Warning event %s in %s", reason, namespace)
+	}, apiTimeout, pollInterval).Should(Succeed())
+}
+
+func apiClient(token string) *polycrate.Client {
+	c, err := polycrate.New(polycrate.Options{BaseURL: apiURL, Token: polycrate.StaticToken(token)})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return c
+}
+
+// Ordered: there is one OperatorConfig singleton and one API, and the story builds on itself.
+var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func() {
+	It("runs without an OperatorConfig and discovers nothing", func() {
+		Consistently(op.Config.Get, time.Second, pollInterval).Should(BeNil())
+		Expect(op.Conn.Client()).To(BeNil())
+	})
+
+	It("ignores an OperatorConfig outside its namespace, with a condition and a Warning event", func() {
+		Expect(k8s.Create(ctx, operatorConfig("elsewhere"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			oc := &v1.OperatorConfig{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "default"}, oc)).To(Succeed())
+			c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(v1.ReasonNotSingleton))
+			g.Expect(c.Message).To(ContainSubstring(`"polycrate"`))
+		}, apiTimeout, pollInterval).Should(Succeed())
+		warningEvent("elsewhere", v1.ReasonNotSingleton)
+		Expect(op.Config.Get()).To(BeNil())
+	})
+
+	It("says exactly what is wrong with the token: no Secret, no key, an empty token, a rejected token", func() {
+		Expect(k8s.Create(ctx, operatorConfig(ns))).To(Succeed())
+		Eventually(op.Config.Get, apiTimeout).ShouldNot(BeNil())
+
+		c := condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonSecretNotFound)
+		Expect(c.Message).To(ContainSubstring("Secret polycrate/polycrate-api-creds"))
+		warningEvent(ns, v1.ReasonSecretNotFound)
+
+		setToken(map[string][]byte{"api-key": []byte(emulator.DevAgentToken)})
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonSecretKeyMissing)
+		Expect(c.Message).To(ContainSubstring(`no key "token"`))
+		Expect(c.Message).To(ContainSubstring("its keys: api-key"))
+
+		setToken(map[string][]byte{"token": []byte("  \n")})
+		condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonTokenEmpty)
+
+		setToken(map[string][]byte{"token": []byte(wrongToken)})
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonUnauthorized)
+		Expect(c.Message).To(ContainSubstring("401"))
+		condition(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonUnauthorized)
+	})
+
+	It("with a valid token: connected, the workspace resolved from the token, registered as an operator agent", func() {
+		setToken(map[string][]byte{"token": []byte(emulator.DevAgentToken)}) // rotation: no restart
+		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		condition(v1.ConditionWorkspaceResolved, metav1.ConditionTrue, v1.ReasonResolved)
+		oc := getOC()
+		Expect(oc.Status.APISync).NotTo(BeNil())
+		Expect(oc.Status.APISync.WorkspaceName).To(Equal("production"))
+		Expect(oc.Status.APISync.OrganizationName).To(Equal("acme-corp"))
+		Expect(oc.Status.APISync.WorkspaceID).NotTo(BeEmpty())
+		Expect(oc.Status.APISync.ResolvedAt).NotTo(BeNil())
+
+		ks := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks)).To(Succeed())
+		agent, err := apiClient(emulator.DevAgentToken).Agents().Get(ctx, oc.Status.APISync.AgentID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(agent.Kind).To(Equal("operator"))
+		Expect(*agent.Version).To(Equal(testVersion))
+		Expect(*agent.ReportedAgentID).To(Equal("polycrate-operator-" + string(ks.UID)))
+
+		// No cluster in the workspace and no cluster_name: none is created.
+		c := condition(v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated)
+		Expect(c.Message).To(ContainSubstring("cluster_name is not set"))
+		Expect(apiClient(emulator.DevAgentToken).K8sClusters().List(ctx, nil)).To(BeEmpty())
+		condition(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected)
+
+		// The status is stable: later reports write nothing.
+		rv := getOC().ResourceVersion
+		Consistently(func() string { return getOC().ResourceVersion }, 3*time.Second, 500*time.Millisecond).Should(Equal(rv))
+	})
+
+	It("creates the local cluster when cluster_name is set, and reports its own version as the K8s app polycrate-operator", func() {
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.LocalCluster.ClusterName = "my-workspace" })
+		condition(v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered)
+		oc := getOC()
+		Expect(oc.Status.LocalCluster.ClusterName).To(Equal("my-workspace"))
+		Expect(oc.Status.LocalCluster.Source).To(Equal("created"))
+
+		c := apiClient(emulator.DevAgentToken)
+		clusters, err := c.K8sClusters().List(ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(clusters).To(HaveLen(1))
+		Expect(clusters[0].ID).To(Equal(oc.Status.LocalCluster.ClusterID))
+		cluster, err := c.K8sClusters().Get(ctx, clusters[0].ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cluster.Kind).To(Equal("generic"))
+		Expect(*cluster.KubernetesVersion).To(HavePrefix("v1.37"))
+
+		app, err := c.FindK8sApp(ctx, "polycrate-operator", cluster.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(app).NotTo(BeNil())
+		detail, err := c.K8sApps().Get(ctx, app.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*detail.InstalledVersion).To(Equal(testVersion))
+		// The rollout extension wants the seed's OPERATOR_BLOCK_VERSION here.
+		Eventually(func() *v1.OperatorVersionStatus { return getOC().Status.OperatorVersion }, apiTimeout).Should(
+			Equal(&v1.OperatorVersionStatus{Installed: testVersion, Desired: "0.1.0"}))
+		Expect(api.Collisions()).To(BeEmpty())
+	})
+
+	It("follows a rotated token to another workspace and adopts that workspace's cluster instead of creating one", func() {
+		existing, err := apiClient(otherToken).K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: "globex-cluster"})
+		Expect(err).NotTo(HaveOccurred())
+		setToken(map[string][]byte{"token": []byte(otherToken)})
+		Eventually(func() string {
+			if st := getOC().Status.APISync; st != nil {
+				return st.WorkspaceName
+			}
+			return ""
+		}, apiTimeout, pollInterval).Should(Equal("globex-prod"))
+		Eventually(func(g Gomega) {
+			st := getOC().Status.LocalCluster
+			g.Expect(st).NotTo(BeNil())
+			g.Expect(st.ClusterID).To(Equal(existing.ID))
+			g.Expect(st.Source).To(Equal("adopted"))
+			g.Expect(st.ClusterName).To(Equal("globex-cluster")) // the API's cluster wins over cluster_name
+		}, apiTimeout, pollInterval).Should(Succeed())
+		clusters, err := apiClient(otherToken).K8sClusters().List(ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(clusters).To(HaveLen(1))
+		setToken(map[string][]byte{"token": []byte(emulator.DevAgentToken)})
+		Eventually(func() string { return getOC().Status.APISync.WorkspaceName }, apiTimeout).Should(Equal("production"))
+		condition(v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered)
+	})
+
+	It("rides out an API outage: conditions say so, the agent turns CRITICAL with a downtime, and all recovers", func() {
+		agentID := getOC().Status.APISync.AgentID
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/agent/health/", Status: 503})).To(Succeed())
+		c := condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonAPIUnavailable)
+		Expect(c.Message).To(ContainSubstring("503"))
+		// The workspace stays known while the API is down.
+		condition(v1.ConditionWorkspaceResolved, metav1.ConditionTrue, v1.ReasonResolved)
+
+		sys := apiClient(emulator.DevSystemToken)
+		Eventually(func(g Gomega) {
+			a, err := sys.Agents().Get(ctx, agentID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(a.State).To(Equal("CRITICAL"))
+		}, apiTimeout, pollInterval).Should(Succeed())
+		downtimes, err := sys.Downtimes().List(ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(downtimes).To(ContainElement(HaveField("IsActive", BeTrue())))
+
+		Expect(api.SetFaults()).To(Succeed())
+		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		condition(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected)
+		Eventually(func(g Gomega) {
+			a, err := sys.Agents().Get(ctx, agentID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(a.State).To(Equal("OK"))
+			ds, err := sys.Downtimes().List(ctx, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			ours := 0
+			for _, d := range ds {
+				affected, _ := json.Marshal(d.AffectedObjects)
+				if strings.Contains(string(affected), agentID) { // (the globex agent left behind above is rightly still down)
+					ours++
+					g.Expect(d.IsActive).To(BeFalse(), "the downtime of our agent is still open")
+				}
+			}
+			g.Expect(ours).To(BeNumerically(">=", 1))
+		}, apiTimeout, pollInterval).Should(Succeed())
+	})
+
+	It("applies configuration changes live, and merges the cluster record's ignored namespaces", func() {
+		updateOC(func(oc *v1.OperatorConfig) {
+			oc.Spec.EndpointDiscovery.Mode = "auto"
+			oc.Spec.EndpointDiscovery.WatchNamespaces = []string{"shop", "legacy"}
+		})
+		Eventually(func() string { return op.Config.Get().Spec.EndpointDiscovery.Mode }, apiTimeout).Should(Equal("auto"))
+		Expect(op.Config.Get().EndpointNamespaces().Allows("shop")).To(BeTrue())
+
+		clusterID := getOC().Status.LocalCluster.ClusterID
+		_, err := apiClient(emulator.DevAgentToken).K8sClusters().Patch(ctx, clusterID, map[string]any{"operator_ignore_namespaces": []string{"legacy"}})
+		Expect(err).NotTo(HaveOccurred())
+		// Any change re-reads the cluster record (else it is re-read every 5 minutes).
+		updateOC(func(oc *v1.OperatorConfig) { oc.Annotations = map[string]string{"touched": "1"} })
+		Eventually(func() bool { return op.Config.Get().EndpointNamespaces().Allows("legacy") }, apiTimeout).Should(BeFalse())
+		Expect(op.Config.Get().EndpointNamespaces().Allows("shop")).To(BeTrue())
+	})
+
+	It("counts health reports in its metrics", func() {
+		families, err := ctrlmetrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		found := map[string]bool{}
+		for _, f := range families {
+			found[f.GetName()] = true
+		}
+		Expect(found).To(HaveKey("polycrate_operator_health_reports_total"))
+		Expect(found).To(HaveKey("polycrate_operator_health_report_last_success_timestamp_seconds"))
+		Expect(found).To(HaveKey("polycrate_api_requests_total"))
+	})
+
+	It("never writes a token into status or events", func() {
+		oc := getOC()
+		status, _ := json.Marshal(oc.Status)
+		events := &eventsv1.EventList{}
+		Expect(k8s.List(ctx, events)).To(Succeed())
+		all, _ := json.Marshal(events)
+		for _, secret := range []string{emulator.DevAgentToken, otherToken, wrongToken} {
+			Expect(string(status)).NotTo(ContainSubstring(secret))
+			Expect(string(all)).NotTo(ContainSubstring(secret))
+		}
+	})
+
+	It("withdraws the configuration when the OperatorConfig is deleted", func() {
+		Expect(k8s.Delete(ctx, getOC())).To(Succeed())
+		Eventually(op.Config.Get, apiTimeout).Should(BeNil())
+		Eventually(op.Conn.Client, apiTimeout).Should(BeNil())
+		Expect(strings.TrimSpace(testVersion)).NotTo(BeEmpty())
+	})
+})
