@@ -4,6 +4,7 @@
 package opconfig
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,10 +48,26 @@ type Snapshot struct {
 	Generation int64
 	// Spec is the OperatorConfig's spec (defaults applied by the API server).
 	Spec v1.OperatorConfigSpec
+	// LocalClusterID is the API id of the local cluster, "" until it is registered.
+	LocalClusterID string
 	// ClusterIgnoreNamespaces come from the API's cluster record
 	// (operator_ignore_namespaces, discovery_ignored_namespaces) and are added to
 	// every discovery type's ignore list.
 	ClusterIgnoreNamespaces []string
+}
+
+// ErrNoLocalCluster is why a sync waits: objects that need k8s_cluster (backups,
+// schedules, certificates, volumes) are not sent before the local cluster's API id
+// is known.
+var ErrNoLocalCluster = errors.New("waiting for the local cluster to be registered with the Polycrate API (OperatorConfig status.local_cluster)")
+
+// LocalCluster returns the local cluster's API id, or ErrNoLocalCluster: the sync
+// then sets the WaitingForLocalCluster condition and makes no API call.
+func (s *Snapshot) LocalCluster() (string, error) {
+	if s == nil || s.LocalClusterID == "" {
+		return "", ErrNoLocalCluster
+	}
+	return s.LocalClusterID, nil
 }
 
 // Enabled reads an optional boolean whose default is true.

@@ -83,3 +83,16 @@ func TestEnabled(t *testing.T) {
 		t.Fatal("Enabled")
 	}
 }
+
+func TestLocalClusterGate(t *testing.T) {
+	var nilSnap *Snapshot
+	for _, s := range []*Snapshot{nilSnap, {}} {
+		if _, err := s.LocalCluster(); err != ErrNoLocalCluster {
+			t.Fatalf("want ErrNoLocalCluster, got %v", err)
+		}
+	}
+	id, err := (&Snapshot{LocalClusterID: "c-1"}).LocalCluster()
+	if err != nil || id != "c-1" {
+		t.Fatalf("got %q, %v", id, err)
+	}
+}

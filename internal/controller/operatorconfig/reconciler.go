@@ -157,16 +157,19 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	return result, nil
 }
 
-// publish stores a new snapshot when the configuration (or the cluster record's
-// ignore list) changed; clusterIgnore nil keeps the current ignore list.
+// publish stores a new snapshot when the configuration, the local cluster or the
+// cluster record's ignore list changed; clusterIgnore nil keeps the current list.
 func (r *Reconciler) publish(oc *v1.OperatorConfig, clusterIgnore []string) {
 	cur := r.Config.Get()
 	if clusterIgnore == nil && cur != nil {
 		clusterIgnore = cur.ClusterIgnoreNamespaces
 	}
 	next := &opconfig.Snapshot{Namespace: oc.Namespace, Generation: oc.Generation, Spec: *oc.Spec.DeepCopy(), ClusterIgnoreNamespaces: clusterIgnore}
-	if cur != nil && cur.Generation == next.Generation && equality.Semantic.DeepEqual(cur.Spec, next.Spec) &&
-		slices.Equal(cur.ClusterIgnoreNamespaces, next.ClusterIgnoreNamespaces) {
+	if st := oc.Status.LocalCluster; st != nil {
+		next.LocalClusterID = st.ClusterID
+	}
+	if cur != nil && cur.Generation == next.Generation && cur.LocalClusterID == next.LocalClusterID &&
+		equality.Semantic.DeepEqual(cur.Spec, next.Spec) && slices.Equal(cur.ClusterIgnoreNamespaces, next.ClusterIgnoreNamespaces) {
 		return
 	}
 	r.Config.Set(next)
