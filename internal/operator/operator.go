@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -98,6 +99,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		Version: o.Version, KubernetesVersion: kubeVersion}
 	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the OperatorConfig controller: %w", err)
+	}
+	kc := &k8scluster.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace,
+		Recorder: mgr.GetEventRecorder("polycrate-operator")}
+	if err := kc.SetupWithManager(mgr, source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient())), o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
 	}
 	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.
 	apiReader := mgr.GetAPIReader()

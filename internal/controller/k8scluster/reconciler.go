@@ -1,0 +1,263 @@
+// Package k8scluster reconciles K8sCluster CRs: external clusters the operator
+// connects to with a ServiceAccount token or a kubeconfig from a Secret. It reads
+// each cluster's server version and reports Pending, Ready or Error with the reason.
+package k8scluster
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+)
+
+// Phases of a K8sCluster.
+const (
+	PhasePending = "Pending"
+	PhaseReady   = "Ready"
+	PhaseError   = "Error"
+)
+
+// ConditionAPIReported says whether the cluster is a record of the Polycrate API.
+const ConditionAPIReported = "APIReported"
+
+// ReasonOneClusterPerWorkspace: the API keeps one cluster per workspace, and that
+// record is the local cluster's.
+const ReasonOneClusterPerWorkspace = "OneClusterPerWorkspace"
+
+// Recheck intervals: a reachable cluster every 5 minutes, a failing one every minute
+// (a fixed wait, not a retry storm).
+const (
+	RecheckReady = 5 * time.Minute
+	RecheckError = time.Minute
+	dialTimeout  = 10 * time.Second
+)
+
+// Reconciler reconciles K8sCluster objects.
+type Reconciler struct {
+	Client client.Client
+	// Secrets reads Secrets of the operator namespace only.
+	Secrets   client.Reader
+	Namespace string
+	Recorder  recorder.EventRecorder
+}
+
+// Reconcile connects to the cluster and records what it found.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	kc := &v1.K8sCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, kc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := kc.Status.DeepCopy()
+	if kc.Status.Phase == "" {
+		kc.Status.Phase = PhasePending
+	}
+	result := r.check(ctx, kc)
+	// Reporting to the API: the contract keeps one cluster per workspace, and the
+	// workspace's record is the local cluster (OperatorConfig status.local_cluster);
+	// an external cluster is never created there nor adopted on a 409.
+	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: ConditionAPIReported, Status: metav1.ConditionFalse,
+		Reason: ReasonOneClusterPerWorkspace, ObservedGeneration: kc.Generation,
+		Message: "not reported to the Polycrate API: it keeps one cluster per workspace, and that record is the local cluster's"})
+	if !equality.Semantic.DeepEqual(before, &kc.Status) {
+		if err := r.Client.Status().Update(ctx, kc); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return result, nil
+}
+
+func (r *Reconciler) check(ctx context.Context, kc *v1.K8sCluster) ctrl.Result {
+	if kc.Namespace != r.Namespace {
+		r.fail(kc, v1.ReasonInvalidSpec, fmt.Sprintf("K8sClusters are read in the operator namespace %q only (their credential Secrets are read there)", r.Namespace))
+		return ctrl.Result{} // nothing will change until the object moves
+	}
+	cfg, reason, msg := r.restConfig(ctx, kc)
+	if reason != "" {
+		r.fail(kc, reason, msg)
+		return ctrl.Result{RequeueAfter: RecheckError}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		r.fail(kc, v1.ReasonInvalidSpec, err.Error())
+		return ctrl.Result{RequeueAfter: RecheckError}
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		reason, msg := classify(err)
+		r.fail(kc, reason, msg)
+		return ctrl.Result{RequeueAfter: RecheckError}
+	}
+	prev := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionReady)
+	kc.Status.Phase = PhaseReady
+	kc.Status.ServerVersion = v.GitVersion
+	kc.Status.Message = ""
+	kc.Status.ObservedGeneration = kc.Generation
+	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: "Connected", Message: "server version " + v.GitVersion, ObservedGeneration: kc.Generation})
+	if prev != nil && prev.Status == metav1.ConditionFalse {
+		r.event(kc, corev1.EventTypeNormal, "Connected", "connected again: server version "+v.GitVersion)
+	}
+	return ctrl.Result{RequeueAfter: RecheckReady}
+}
+
+func (r *Reconciler) fail(kc *v1.K8sCluster, reason, msg string) {
+	prev := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionReady)
+	kc.Status.Phase = PhaseError
+	kc.Status.Message = msg
+	kc.Status.ObservedGeneration = kc.Generation
+	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: reason, Message: msg, ObservedGeneration: kc.Generation})
+	if prev == nil || prev.Reason != reason {
+		r.event(kc, corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+func (r *Reconciler) event(kc *v1.K8sCluster, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(kc, nil, typ, reason, "Connect", "%s", msg)
+	}
+}
+
+// restConfig builds the client configuration from the Secret; a non-empty reason
+// says why it cannot. Messages never contain credentials.
+func (r *Reconciler) restConfig(ctx context.Context, kc *v1.K8sCluster) (*rest.Config, string, string) {
+	auth := kc.Spec.Authentication
+	ref := auth.ServiceAccountToken
+	if ref == nil {
+		ref = auth.Kubeconfig
+	}
+	if ref == nil {
+		return nil, v1.ReasonInvalidSpec, "spec.authentication names neither serviceAccountToken nor kubeconfig"
+	}
+	s := &corev1.Secret{}
+	if err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: kc.Namespace, Name: ref.SecretRef.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, v1.ReasonSecretNotFound, fmt.Sprintf("Secret %s/%s does not exist", kc.Namespace, ref.SecretRef.Name)
+		}
+		return nil, v1.ReasonSecretNotFound, fmt.Sprintf("cannot read Secret %s/%s: %v", kc.Namespace, ref.SecretRef.Name, err)
+	}
+	data, ok := s.Data[ref.SecretRef.Key]
+	if !ok || len(strings.TrimSpace(string(data))) == 0 {
+		return nil, v1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %s/%s has no (non-empty) key %q", kc.Namespace, ref.SecretRef.Name, ref.SecretRef.Key)
+	}
+	var cfg *rest.Config
+	if auth.ServiceAccountToken != nil {
+		cfg = &rest.Config{Host: kc.Spec.APIServer, BearerToken: strings.TrimSpace(string(data))}
+	} else {
+		c, err := clientcmd.RESTConfigFromKubeConfig(data)
+		if err != nil {
+			return nil, v1.ReasonInvalidSpec, fmt.Sprintf("the kubeconfig in Secret %s/%s is invalid: %s", kc.Namespace, ref.SecretRef.Name, scrub(err))
+		}
+		cfg = c
+		if kc.Spec.APIServer != "" {
+			cfg.Host = kc.Spec.APIServer
+		}
+	}
+	if ca := strings.TrimSpace(kc.Spec.CACertificate); ca != "" {
+		if reason, msg := checkCA([]byte(ca)); reason != "" {
+			return nil, reason, msg
+		}
+		cfg.CAData = []byte(ca)
+		cfg.CAFile = ""
+		cfg.Insecure = false
+	}
+	cfg.Timeout = dialTimeout
+	cfg.UserAgent = "polycrate-operator"
+	return cfg, "", ""
+}
+
+// checkCA accepts only PEM certificates.
+func checkCA(pemData []byte) (string, string) {
+	block, _ := pem.Decode(pemData)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return v1.ReasonInvalidCACertificate, "spec.caCertificate is not a PEM certificate"
+	}
+	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		return v1.ReasonInvalidCACertificate, "spec.caCertificate cannot be parsed: " + err.Error()
+	}
+	return "", ""
+}
+
+// classify names why a cluster could not be reached.
+func classify(err error) (string, string) {
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var netErr net.Error
+	var urlErr *url.Error
+	switch {
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid),
+		strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "certificate"):
+		return v1.ReasonInvalidCACertificate, "the cluster's certificate is not trusted (check spec.caCertificate): " + scrub(err)
+	case apierrors.IsUnauthorized(err):
+		return v1.ReasonUnauthorized, "the cluster rejected the credentials (401)"
+	case apierrors.IsForbidden(err):
+		return v1.ReasonForbidden, "the credentials may not read the server version (403)"
+	case errors.As(err, &netErr), errors.As(err, &urlErr):
+		return v1.ReasonUnreachable, "the cluster is unreachable: " + scrub(err)
+	default:
+		return v1.ReasonUnreachable, scrub(err)
+	}
+}
+
+// scrub drops anything after a bearer token could appear.
+func scrub(err error) string {
+	s := err.Error()
+	if i := strings.Index(strings.ToLower(s), "bearer"); i >= 0 {
+		s = s[:i] + "[redacted]"
+	}
+	return s
+}
+
+// SetupWithManager watches K8sClusters and the Secrets of the operator namespace they use.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secrets source.SyncingSource, maxConcurrent int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("k8scluster").
+		For(&v1.K8sCluster{}).
+		WatchesRawSource(secrets).
+		WithOptions(controller.Options(maxConcurrent)).
+		Complete(r)
+}
+
+// SecretHandler maps a Secret of the operator namespace to the K8sClusters that use it.
+func SecretHandler(c client.Client) handler.TypedEventHandler[*corev1.Secret, reconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+		list := &v1.K8sClusterList{}
+		if err := c.List(ctx, list, client.InNamespace(s.Namespace)); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, kc := range list.Items {
+			a := kc.Spec.Authentication
+			if (a.ServiceAccountToken != nil && a.ServiceAccountToken.SecretRef.Name == s.Name) ||
+				(a.Kubeconfig != nil && a.Kubeconfig.SecretRef.Name == s.Name) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kc)})
+			}
+		}
+		return out
+	})
+}
