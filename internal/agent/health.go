@@ -109,6 +109,8 @@ type Reporter struct {
 	Log      logr.Logger
 	// MaxBackoff caps the wait after failed reports (default 2 minutes).
 	MaxBackoff time.Duration
+	// Errors collects errors for POST /api/v1/agent/errors/; flushed after accepted reports.
+	Errors *ErrorReporter
 
 	trigger chan struct{}
 	once    sync.Once
@@ -194,12 +196,20 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 		}
 		r.Metrics.observe(false)
 		r.Log.Info("health report failed", "error", err.Error(), "consecutiveFailures", res.Failures)
+		if r.Errors != nil {
+			r.Errors.Record("health_report", err.Error(), polycrate.IsUnauthorized(err) || polycrate.IsForbidden(err))
+		}
 	} else {
 		res.Response = resp
 		r.Metrics.observe(true)
 		if prev == nil || prev.Err != nil {
 			r.Log.Info("health report accepted", "agentID", resp.AgentID, "workspace", resp.WorkspaceName,
 				"organization", deref(resp.OrganizationName), "pop", resp.PopName)
+		}
+		if r.Errors != nil {
+			if ferr := r.Errors.Flush(ctx, c, id); ferr != nil {
+				r.Log.Info("error report not accepted; kept for the next try", "error", ferr.Error())
+			}
 		}
 	}
 	r.State.set(res)

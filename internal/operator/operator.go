@@ -5,6 +5,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,8 @@ type Options struct {
 	Version                 string
 	UserAgent               string
 	MaxConcurrentReconciles int
+	// ErrorReportInterval is the minimum time between two error reports (default 5 minutes).
+	ErrorReportInterval time.Duration
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -41,6 +44,7 @@ type Operator struct {
 	Conn     *agent.Connection
 	Health   *agent.State
 	Reporter *agent.Reporter
+	Errors   *agent.ErrorReporter
 }
 
 // Setup adds everything to the manager.
@@ -58,10 +62,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		Config: &opconfig.Store{},
 		Conn:   agent.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics}),
 		Health: agent.NewState(),
+		Errors: &agent.ErrorReporter{Interval: o.ErrorReportInterval},
 	}
 	op.Reporter = &agent.Reporter{Conn: op.Conn, Config: op.Config, State: op.Health, Metrics: healthMetrics,
 		Identity: agent.ClusterIdentity(mgr.GetAPIReader(), o.Namespace), Version: o.Version,
-		Log: mgr.GetLogger().WithName("agent")}
+		Log: mgr.GetLogger().WithName("agent"), Errors: op.Errors}
 	if err := mgr.Add(op.Reporter); err != nil {
 		return nil, err
 	}
@@ -96,7 +101,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
 		Conn: op.Conn, Health: op.Health, Reporter: op.Reporter, Recorder: mgr.GetEventRecorder("polycrate-operator"),
-		Version: o.Version, KubernetesVersion: kubeVersion}
+		Version: o.Version, KubernetesVersion: kubeVersion, Errors: op.Errors}
 	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the OperatorConfig controller: %w", err)
 	}

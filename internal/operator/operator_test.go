@@ -81,7 +81,8 @@ var _ = BeforeSuite(func() {
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0", OperatorNamespace: ns,
 		Logger: GinkgoLogr})
 	Expect(err).NotTo(HaveOccurred())
-	op, err = operator.Setup(mgr, operator.Options{Namespace: ns, Version: testVersion, UserAgent: "polycrate-operator/" + testVersion})
+	op, err = operator.Setup(mgr, operator.Options{Namespace: ns, Version: testVersion, UserAgent: "polycrate-operator/" + testVersion,
+		ErrorReportInterval: time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -311,8 +312,12 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Expect(err).NotTo(HaveOccurred())
 		Expect(downtimes).To(ContainElement(HaveField("IsActive", BeTrue())))
 
+		errorReportsBefore := api.Counters()["agent/errors"].Writes
 		Expect(api.SetFaults()).To(Succeed())
 		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		// Once the API is back, the outage is reported to it (rate-limited, batched).
+		Eventually(func() int { return api.Counters()["agent/errors"].Writes }, apiTimeout, pollInterval).Should(BeNumerically(">", errorReportsBefore))
+		Eventually(op.Errors.Pending, apiTimeout, pollInterval).Should(BeZero())
 		condition(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected)
 		Eventually(func(g Gomega) {
 			a, err := sys.Agents().Get(ctx, agentID)

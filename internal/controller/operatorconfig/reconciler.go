@@ -55,6 +55,8 @@ type Reconciler struct {
 	// Version is the operator's version; KubernetesVersion the cluster's.
 	Version           string
 	KubernetesVersion string
+	// Errors collects errors for the API's error report.
+	Errors *agent.ErrorReporter
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
@@ -148,6 +150,9 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	result, err := r.localCluster(ctx, log, oc)
 	if err != nil {
 		reason, msg := classify(err)
+		if r.Errors != nil {
+			r.Errors.Record("local_cluster", msg, false)
+		}
 		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, reason, msg)
 		return ctrl.Result{}, err
 	}
