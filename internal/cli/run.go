@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	uzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -48,6 +50,16 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
   polycrate-operator run --metrics-bind-address :8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The level is atomic so the API's cluster record (operator_loglevel) can change it live.
+			level, ok := o.zapOpts.Level.(uzap.AtomicLevel)
+			if !ok {
+				level = uzap.NewAtomicLevelAt(zapcore.InfoLevel)
+				if o.zapOpts.Development {
+					level = uzap.NewAtomicLevelAt(zapcore.DebugLevel)
+				}
+				o.zapOpts.Level = level
+			}
+			flagLevel := level.Level()
 			logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))
 			ctrl.SetLogger(logger)
 			o.mgr.Logger = logger
@@ -76,7 +88,8 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 				return fmt.Errorf("creating the manager: %w", err)
 			}
 			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
-				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles}); err != nil {
+				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
+				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) }}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
@@ -106,4 +119,19 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	o.zapOpts.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
 	return cmd
+}
+
+// zapLevel maps operator_loglevel (1 Info, 2 Debug, 3 Trace) to a zap level; 0 is
+// the --zap-log-level flag's level.
+func zapLevel(l int, flag zapcore.Level) zapcore.Level {
+	switch l {
+	case 1:
+		return zapcore.InfoLevel
+	case 2:
+		return zapcore.DebugLevel
+	case 3:
+		return zapcore.Level(-2) // logr V(2)
+	default:
+		return flag
+	}
 }

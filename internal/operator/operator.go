@@ -36,6 +36,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// ErrorReportInterval is the minimum time between two error reports (default 5 minutes).
 	ErrorReportInterval time.Duration
+	// SetLogLevel applies the API cluster record's operator_loglevel (see operatorconfig).
+	SetLogLevel func(level int)
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -101,7 +103,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
 		Conn: op.Conn, Health: op.Health, Reporter: op.Reporter, Recorder: mgr.GetEventRecorder("polycrate-operator"),
-		Version: o.Version, KubernetesVersion: kubeVersion, Errors: op.Errors}
+		Version: o.Version, KubernetesVersion: kubeVersion, Errors: op.Errors, SetLogLevel: o.SetLogLevel}
 	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the OperatorConfig controller: %w", err)
 	}

@@ -48,6 +48,8 @@ var (
 	op     *operator.Operator
 	cancel context.CancelFunc
 	ctx    = context.Background()
+	// logLevels receives every log level the cluster record asks for.
+	logLevels = make(chan int, 10)
 )
 
 func TestOperator(t *testing.T) {
@@ -82,7 +84,7 @@ var _ = BeforeSuite(func() {
 		Logger: GinkgoLogr})
 	Expect(err).NotTo(HaveOccurred())
 	op, err = operator.Setup(mgr, operator.Options{Namespace: ns, Version: testVersion, UserAgent: "polycrate-operator/" + testVersion,
-		ErrorReportInterval: time.Second})
+		ErrorReportInterval: time.Second, SetLogLevel: func(l int) { logLevels <- l }})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -346,12 +348,20 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Expect(op.Config.Get().EndpointNamespaces().Allows("shop")).To(BeTrue())
 
 		clusterID := getOC().Status.LocalCluster.ClusterID
-		_, err := apiClient(emulator.DevAgentToken).K8sClusters().Patch(ctx, clusterID, map[string]any{"operator_ignore_namespaces": []string{"legacy"}})
+		_, err := apiClient(emulator.DevAgentToken).K8sClusters().Patch(ctx, clusterID, map[string]any{
+			"operator_ignore_namespaces": []string{"legacy"}, "operator_loglevel": 2})
 		Expect(err).NotTo(HaveOccurred())
 		// Any change re-reads the cluster record (else it is re-read every 5 minutes).
 		updateOC(func(oc *v1.OperatorConfig) { oc.Annotations = map[string]string{"touched": "1"} })
 		Eventually(func() bool { return op.Config.Get().EndpointNamespaces().Allows("legacy") }, apiTimeout).Should(BeFalse())
 		Expect(op.Config.Get().EndpointNamespaces().Allows("shop")).To(BeTrue())
+		Eventually(logLevels, apiTimeout).Should(Receive(Equal(2)))
+
+		// null: back to the flag's level.
+		_, err = apiClient(emulator.DevAgentToken).K8sClusters().Patch(ctx, clusterID, map[string]any{"operator_loglevel": nil})
+		Expect(err).NotTo(HaveOccurred())
+		updateOC(func(oc *v1.OperatorConfig) { oc.Annotations = map[string]string{"touched": "2"} })
+		Eventually(logLevels, apiTimeout).Should(Receive(Equal(0)))
 	})
 
 	It("counts health reports in its metrics", func() {

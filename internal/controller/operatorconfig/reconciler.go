@@ -57,6 +57,11 @@ type Reconciler struct {
 	KubernetesVersion string
 	// Errors collects errors for the API's error report.
 	Errors *agent.ErrorReporter
+	// SetLogLevel applies the cluster record's operator_loglevel (1 Info, 2 Debug,
+	// 3 Trace; 0 = back to the --zap-log-level flag's level). Nil: not applied.
+	SetLogLevel func(level int)
+
+	logLevel int
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
@@ -304,8 +309,14 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 	r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered,
 		fmt.Sprintf("registered as API cluster %s (%s)", cluster.Name, oc.Status.LocalCluster.Source))
 
-	// The cluster record's operator settings join every discovery's ignore list.
+	// The cluster record's operator settings join every discovery's ignore list and
+	// set the log level.
 	r.publish(oc, ignoreList(cluster.OperatorIgnoreNamespaces, cluster.DiscoveryIgnoredNamespaces))
+	if lvl := logLevel(cluster.OperatorLoglevel); lvl != r.logLevel && r.SetLogLevel != nil {
+		log.Info("log level from the API's cluster record", "operator_loglevel", lvl)
+		r.SetLogLevel(lvl)
+		r.logLevel = lvl
+	}
 
 	if err := r.operatorApp(ctx, oc, cluster.ID); err != nil {
 		return ctrl.Result{}, err
@@ -337,6 +348,26 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 	}
 	oc.Status.OperatorVersion = &v1.OperatorVersionStatus{Installed: r.Version, Desired: derefOr(app.DesiredVersion, "")}
 	return nil
+}
+
+// logLevel reads operator_loglevel (a number, or a numeric string): 1 Info, 2 Debug,
+// 3 Trace; null or anything else is 0 (the flag's level).
+func logLevel(v any) int {
+	var n float64
+	switch t := v.(type) {
+	case float64:
+		n = t
+	case string:
+		if _, err := fmt.Sscan(t, &n); err != nil {
+			return 0
+		}
+	default:
+		return 0
+	}
+	if n >= 1 && n <= 3 && n == float64(int(n)) {
+		return int(n)
+	}
+	return 0
 }
 
 func ignoreList(values ...any) []string {
