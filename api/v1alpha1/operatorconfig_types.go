@@ -310,6 +310,9 @@ type OperatorConfigStatus struct {
 	// APISync holds the workspace and organization derived from the agent token.
 	// +optional
 	APISync *APISyncStatus `json:"api_sync,omitempty"`
+	// Agent is the operator as an agent of the API, from the health report's answer.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
 	// LocalCluster holds the API cluster this cluster is registered as.
 	// +optional
 	LocalCluster *LocalClusterStatus `json:"local_cluster,omitempty"`
@@ -336,12 +339,24 @@ type APISyncStatus struct {
 	OrganizationID string `json:"organization_id,omitempty"`
 	// +optional
 	OrganizationName string `json:"organization_name,omitempty"`
-	// AgentID is the id the API assigned to this operator as an agent.
-	// +optional
-	AgentID string `json:"agent_id,omitempty"`
 	// ResolvedAt is when the workspace was last resolved.
 	// +optional
 	ResolvedAt *metav1.Time `json:"resolved_at,omitempty"`
+}
+
+// AgentStatus is the operator's agent record in the API.
+type AgentStatus struct {
+	// AgentID is the platform id of the operator's agent.
+	// +optional
+	AgentID string `json:"agent_id,omitempty"`
+	// PopName and PopID are the agent's point of presence (the cloud controller's region).
+	// +optional
+	PopName string `json:"pop_name,omitempty"`
+	// +optional
+	PopID string `json:"pop_id,omitempty"`
+	// EndpointMonitoringMode is the workspace's monitoring mode.
+	// +optional
+	EndpointMonitoringMode string `json:"endpoint_monitoring_mode,omitempty"`
 }
 
 // OperatorVersionStatus compares the running version with the rollout's.

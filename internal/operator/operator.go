@@ -101,7 +101,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			kubeVersion = v.GitVersion
 		}
 	}
-	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
+	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
 		Conn: op.Conn, Health: op.Health, Reporter: op.Reporter, Recorder: mgr.GetEventRecorder("polycrate-operator"),
 		Version: o.Version, KubernetesVersion: kubeVersion, Errors: op.Errors, SetLogLevel: o.SetLogLevel}
 	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {

@@ -221,7 +221,11 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 
 		ks := &corev1.Namespace{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "kube-system"}, ks)).To(Succeed())
-		agent, err := apiClient(emulator.DevAgentToken).Agents().Get(ctx, oc.Status.APISync.AgentID)
+		Expect(oc.Status.Agent).NotTo(BeNil())
+		Expect(oc.Status.Agent.PopName).To(Equal("fra1"))
+		Expect(oc.Status.Agent.PopID).NotTo(BeEmpty())
+		Expect(oc.Status.Agent.EndpointMonitoringMode).To(Equal("auto"))
+		agent, err := apiClient(emulator.DevAgentToken).Agents().Get(ctx, oc.Status.Agent.AgentID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(agent.Kind).To(Equal("operator"))
 		Expect(*agent.Version).To(Equal(testVersion))
@@ -265,6 +269,25 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		detail, err := c.K8sApps().Get(ctx, app.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(*detail.InstalledVersion).To(Equal(testVersion))
+		Expect(detail.PodsTotal).To(Equal(0)) // no operator Pods in envtest (yet)
+
+		// Its own Pods are counted (refreshed on every reconcile, at least every 5 minutes).
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "polycrate-operator-abc",
+			Labels: map[string]string{"app.kubernetes.io/name": "polycrate-operator"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "polycrate-operator:test"}}}}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "operator", RestartCount: 2, Image: "polycrate-operator:test", ImageID: "x"}}
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		updateOC(func(oc *v1.OperatorConfig) { oc.Annotations = map[string]string{"pods": "1"} })
+		Eventually(func(g Gomega) {
+			d, err := c.K8sApps().Get(ctx, app.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.PodsTotal).To(Equal(1))
+			g.Expect(d.PodsReady).To(Equal(1))
+		}, apiTimeout, pollInterval).Should(Succeed())
+
 		// The rollout extension wants the seed's OPERATOR_BLOCK_VERSION here.
 		Eventually(func() *v1.OperatorVersionStatus { return getOC().Status.OperatorVersion }, apiTimeout).Should(
 			Equal(&v1.OperatorVersionStatus{Installed: testVersion, Desired: "0.1.0"}))
@@ -297,7 +320,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 	})
 
 	It("rides out an API outage: conditions say so, the agent turns CRITICAL with a downtime, and all recovers", func() {
-		agentID := getOC().Status.APISync.AgentID
+		agentID := getOC().Status.Agent.AgentID
 		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/agent/health/", Status: 503})).To(Succeed())
 		c := condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonAPIUnavailable)
 		Expect(c.Message).To(ContainSubstring("503"))

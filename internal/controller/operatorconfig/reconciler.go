@@ -44,6 +44,8 @@ const OperatorAppName = "polycrate-operator"
 // Reconciler reconciles OperatorConfig objects.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads uncached (the operator's own Pods, for its app's pod counts).
+	APIReader client.Reader
 	// Secrets reads Secrets of the operator namespace only (never cluster-wide).
 	Secrets   client.Reader
 	Namespace string
@@ -66,6 +68,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
 // +kubebuilder:rbac:groups="",namespace=polycrate,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=polycrate,resources=pods,verbs=list
 
 // Reconcile runs the skeleton: get, validate the singleton, then the ordered steps,
 // with one status patch at the end written only when something changed.
@@ -227,8 +230,10 @@ func classify(err error) (reason, msg string) {
 }
 
 func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.HealthResponse) {
+	oc.Status.Agent = &v1.AgentStatus{AgentID: h.AgentID, PopName: h.PopName, PopID: derefOr(h.PopID, ""),
+		EndpointMonitoringMode: h.EndpointMonitoringMode}
 	st := &v1.APISyncStatus{WorkspaceID: h.WorkspaceID, WorkspaceName: h.WorkspaceName,
-		OrganizationID: derefOr(h.OrganizationID, ""), OrganizationName: derefOr(h.OrganizationName, ""), AgentID: h.AgentID}
+		OrganizationID: derefOr(h.OrganizationID, ""), OrganizationName: derefOr(h.OrganizationName, "")}
 	if cur := oc.Status.APISync; cur != nil && cur.ResolvedAt != nil {
 		same := *cur
 		same.ResolvedAt = nil
@@ -324,10 +329,15 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 	return ctrl.Result{RequeueAfter: Resync}, nil
 }
 
+// OperatorPodLabel selects the operator's own Pods (the Deployment's label).
+const OperatorPodLabel = "app.kubernetes.io/name"
+
 // operatorApp reports the operator itself as the K8s app polycrate-operator with
-// installed_version (seed 000), adopting the app where it exists, writing only on
-// change, and shows the desired version where the API offers one.
+// installed_version and its pod counts (seed 000), adopting the app where it
+// exists and writing only what changed, and shows the desired version where the
+// API offers one.
 func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clusterID string) error {
+	pods := r.podCounts(ctx)
 	c := r.Conn.Client()
 	row, err := c.FindK8sApp(ctx, OperatorAppName, clusterID)
 	if err != nil {
@@ -335,12 +345,26 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 	}
 	var app *polycrate.K8sApp
 	if row == nil {
-		app, err = c.K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: OperatorAppName, Kind: "polycrate", K8sCluster: &clusterID,
-			Namespace: polycrate.Ptr(r.Namespace), InstalledVersion: polycrate.Ptr(r.Version), Installed: true, CreatedByComponent: "operator"})
+		req := polycrate.K8sAppRequest{Name: OperatorAppName, Kind: "polycrate", K8sCluster: &clusterID,
+			Namespace: polycrate.Ptr(r.Namespace), InstalledVersion: polycrate.Ptr(r.Version), Installed: true, CreatedByComponent: "operator",
+			PodsTotal: pods.total, PodsReady: pods.ready, PodsAvailable: pods.ready, PodsUnavailable: pods.total - pods.ready,
+			PodsRestartCountTotal: pods.restarts}
+		app, err = c.K8sApps().Create(ctx, req)
 	} else {
 		app, err = c.K8sApps().Get(ctx, row.ID)
-		if err == nil && derefOr(app.InstalledVersion, "") != r.Version {
-			app, err = c.K8sApps().Patch(ctx, row.ID, map[string]any{"installed_version": r.Version, "installed": true})
+		if err == nil {
+			patch := map[string]any{}
+			if derefOr(app.InstalledVersion, "") != r.Version || !app.Installed {
+				patch["installed_version"], patch["installed"] = r.Version, true
+			}
+			if app.PodsTotal != pods.total || app.PodsReady != pods.ready {
+				patch["pods_total"], patch["pods_ready"] = pods.total, pods.ready
+				patch["pods_available"], patch["pods_unavailable"] = pods.ready, pods.total-pods.ready
+				patch["pods_restart_count_total"] = pods.restarts
+			}
+			if len(patch) > 0 {
+				app, err = c.K8sApps().Patch(ctx, row.ID, patch)
+			}
 		}
 	}
 	if err != nil {
@@ -348,6 +372,35 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 	}
 	oc.Status.OperatorVersion = &v1.OperatorVersionStatus{Installed: r.Version, Desired: derefOr(app.DesiredVersion, "")}
 	return nil
+}
+
+type podCounts struct{ total, ready, restarts int }
+
+// podCounts counts the operator's own Pods (uncached: a handful, read every few minutes).
+func (r *Reconciler) podCounts(ctx context.Context) podCounts {
+	var out podCounts
+	if r.APIReader == nil {
+		return out
+	}
+	list := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabels{OperatorPodLabel: OperatorAppName}); err != nil {
+		return out
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out.total++
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				out.ready++
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			out.restarts += int(cs.RestartCount)
+		}
+	}
+	return out
 }
 
 // logLevel reads operator_loglevel (a number, or a numeric string): 1 Info, 2 Debug,
