@@ -206,6 +206,11 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonUnauthorized)
 		Expect(c.Message).To(ContainSubstring("401"))
 		condition(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonUnauthorized)
+
+		// A token without a workspace (here: a platform token) is refused with 403.
+		setToken(map[string][]byte{"token": []byte(emulator.DevSystemToken)})
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonForbidden)
+		Expect(c.Message).To(ContainSubstring("No workspace found"))
 	})
 
 	It("with a valid token: connected, the workspace resolved from the token, registered as an operator agent", func() {
@@ -405,7 +410,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		events := &eventsv1.EventList{}
 		Expect(k8s.List(ctx, events)).To(Succeed())
 		all, _ := json.Marshal(events)
-		for _, secret := range []string{emulator.DevAgentToken, otherToken, wrongToken} {
+		for _, secret := range []string{emulator.DevAgentToken, otherToken, wrongToken, emulator.DevSystemToken} {
 			Expect(string(status)).NotTo(ContainSubstring(secret))
 			Expect(string(all)).NotTo(ContainSubstring(secret))
 		}
