@@ -121,7 +121,7 @@ func TestSelectedModes(t *testing.T) {
 		{map[string]string{LegacyEnabled: "true"}, true, true},
 		{map[string]string{LegacyIgnore: "true"}, false, false},
 		{map[string]string{LegacyEnabled: "true", Monitor: "false"}, false, false}, // canonical wins
-		{map[string]string{LegacyIgnore: "true", Monitor: "true"}, true, true},      // canonical wins
+		{map[string]string{LegacyIgnore: "true", Monitor: "true"}, true, true},     // canonical wins
 	} {
 		if got := Selected(ModeAnnotation, tc.ann); got != tc.annotation {
 			t.Errorf("annotation mode %v: %v", tc.ann, got)

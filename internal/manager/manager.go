@@ -55,6 +55,9 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 	// Logger is the manager's (and its controllers') logger; empty uses ctrl.Log.
 	Logger logr.Logger
+	// SkipNameValidation allows a second manager with the same controllers in one
+	// process (tests that restart the operator in-process).
+	SkipNameValidation bool
 }
 
 // NewScheme returns the scheme with every type the operator reads or writes.
@@ -98,6 +101,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		GracefulShutdownTimeout:       &shutdown,
 		Controller: config.Controller{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+			SkipNameValidation:      &o.SkipNameValidation,
 		},
 	})
 	if err != nil {

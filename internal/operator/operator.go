@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
@@ -38,6 +39,8 @@ type Options struct {
 	ErrorReportInterval time.Duration
 	// SetLogLevel applies the API cluster record's operator_loglevel (see operatorconfig).
 	SetLogLevel func(level int)
+	// RepairInterval is how often synced kinds list their API objects to find deleted ones (default 5 minutes).
+	RepairInterval time.Duration
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -47,6 +50,8 @@ type Operator struct {
 	Health   *agent.State
 	Reporter *agent.Reporter
 	Errors   *agent.ErrorReporter
+	// EndpointSync syncs Endpoint CRs to the API.
+	EndpointSync *apisync.Reconciler[*v1.Endpoint]
 }
 
 // Setup adds everything to the manager.
@@ -112,6 +117,14 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := kc.SetupWithManager(mgr, source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient())), o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
 	}
+	// Endpoint CRs → /api/v1/endpoints/.
+	endpoints := &apisync.Reconciler[*v1.Endpoint]{Client: mgr.GetClient(), Adapter: apisync.EndpointAdapter{}, Config: op.Config,
+		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
+	if err := endpoints.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up the Endpoint sync: %w", err)
+	}
+	op.EndpointSync = endpoints
+
 	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.
 	apiReader := mgr.GetAPIReader()
 	log := mgr.GetLogger().WithName("operatorconfig")

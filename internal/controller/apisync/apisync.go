@@ -1,0 +1,407 @@
+// Package apisync is the one sync loop from the operator's CRs to the Polycrate
+// API. A kind plugs in with a small Adapter (which API resource, how the CR becomes
+// a payload, how to find its object by natural key, where its status lives); every
+// kind gets the same guarantees:
+//
+//   - change detection: the payload's hash is kept in status; an unchanged hash and
+//     an object known to exist mean no API call at all;
+//   - adopt before create: the object is looked up by its natural key first, and a
+//     409 on create is adopted, so a crash between create and status write never
+//     leaves a duplicate;
+//   - self-repair: before an update the object is read (404 or is_deleted →
+//     recreated, with an event), and a periodic paged list finds objects deleted in
+//     the API without a GET per object;
+//   - a finalizer deletes the API object (404 counts as done);
+//   - errors by nature: bad input → condition + Warning event, no retry storm;
+//     waiting (no connection, no local cluster) → condition, woken by the change;
+//     transient → exponential backoff.
+package apisync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// State is the sync part of a CR's status, whatever the kind names its fields.
+type State struct {
+	Phase        string
+	APIID        string
+	ConfigHash   string
+	LastSyncedAt *metav1.Time
+	Message      string
+	Generation   int64
+}
+
+// Phases (the Endpoint kind spells them in lower case, as in the seed).
+const (
+	PhasePending = "Pending"
+	PhaseSynced  = "Synced"
+	PhaseError   = "Error"
+)
+
+// Adapter is what one kind contributes.
+type Adapter[O client.Object] interface {
+	// Name is the kind's name, e.g. "Endpoint".
+	Name() string
+	New() O
+	List(ctx context.Context, c client.Client) ([]O, error)
+	Finalizer() string
+	// Payload is the API body for the object. ErrPermanent-wrapped errors are bad
+	// input; opconfig.ErrNoLocalCluster means wait.
+	Payload(obj O, snap *opconfig.Snapshot) (any, error)
+	// Find looks the API object up by its natural key ("" when absent).
+	Find(ctx context.Context, c *polycrate.Client, obj O, payload any) (string, error)
+	Create(ctx context.Context, c *polycrate.Client, payload any) (string, error)
+	Update(ctx context.Context, c *polycrate.Client, id string, payload any) error
+	// Exists reads the object (false for 404 or is_deleted).
+	Exists(ctx context.Context, c *polycrate.Client, id string) (bool, error)
+	Delete(ctx context.Context, c *polycrate.Client, id string) error
+	// LiveIDs lists the ids of the kind's API objects (for self-repair), in few requests.
+	LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error)
+	GetState(obj O) State
+	SetState(obj O, s State)
+	Conditions(obj O) *[]metav1.Condition
+	// PhaseName maps a phase to the kind's spelling.
+	PhaseName(phase string) string
+}
+
+// ErrPermanent marks bad input: retrying unchanged fails again.
+var ErrPermanent = errors.New("invalid")
+
+// Reconciler syncs one kind.
+type Reconciler[O client.Object] struct {
+	Client   client.Client
+	Adapter  Adapter[O]
+	Config   *opconfig.Store
+	Conn     *agent.Connection
+	Recorder recorder.EventRecorder
+	Log      logr.Logger
+	// Verify is how often the repair runnable lists the API objects (default 5 minutes).
+	Verify time.Duration
+
+	missing sync.Map // API ids the last list did not contain
+	wake    chan event.GenericEvent
+}
+
+// Reconcile runs the skeleton for one object.
+func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := r.Adapter.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, r.Adapter.Finalizer()) {
+		// Its own patch; the work continues in this pass (a finalizer change is no
+		// event under the spec/label predicate).
+		patch := client.MergeFrom(obj.DeepCopyObject().(O))
+		controllerutil.AddFinalizer(obj, r.Adapter.Finalizer())
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+
+	before := r.Adapter.GetState(obj)
+	beforeConds := append([]metav1.Condition{}, *r.Adapter.Conditions(obj)...)
+	res, err := r.sync(ctx, obj)
+	after := r.Adapter.GetState(obj)
+	if before != after || !equality.Semantic.DeepEqual(beforeConds, *r.Adapter.Conditions(obj)) {
+		if uerr := r.Client.Status().Update(ctx, obj); uerr != nil && !apierrors.IsNotFound(uerr) {
+			return reconcile.Result{}, errors.Join(err, uerr)
+		}
+	}
+	return res, err
+}
+
+// sync does the work; it only changes the object's status in memory.
+func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, error) {
+	st := r.Adapter.GetState(obj)
+	snap := r.Config.Get()
+	c := r.Conn.Client()
+	switch {
+	case snap == nil:
+		r.waiting(obj, v1.ReasonOperatorConfigMissing, "no OperatorConfig: nothing is synced to the Polycrate API")
+		return reconcile.Result{}, nil
+	case !opconfig.Enabled(snap.Spec.APISync.Enabled):
+		r.waiting(obj, v1.ReasonDisabled, "api_sync.enabled is false")
+		return reconcile.Result{}, nil
+	case c == nil:
+		r.waiting(obj, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	payload, err := r.Adapter.Payload(obj, snap)
+	switch {
+	case errors.Is(err, opconfig.ErrNoLocalCluster):
+		r.waiting(obj, v1.ReasonWaitingForLocalCluster, err.Error())
+		return reconcile.Result{}, nil
+	case err != nil:
+		r.failed(obj, v1.ReasonInvalidSpec, err.Error(), true)
+		return reconcile.Result{}, nil
+	}
+	hash := Hash(payload)
+	_, missing := r.missing.Load(st.APIID)
+
+	if st.APIID != "" && hash == st.ConfigHash && !missing {
+		r.synced(obj, st, hash, false) // nothing changed: no API call
+		return reconcile.Result{}, nil
+	}
+	id := st.APIID
+	if id != "" {
+		exists, err := r.Adapter.Exists(ctx, c, id)
+		if err != nil {
+			return r.apiError(obj, err)
+		}
+		if !exists {
+			r.event(obj, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("the API object %s was deleted in the API; recreating it", id))
+			id = ""
+		} else if hash == st.ConfigHash {
+			r.missing.Delete(id) // the list was stale: it exists and is unchanged
+			r.synced(obj, st, hash, false)
+			return reconcile.Result{}, nil
+		}
+	}
+	if id == "" {
+		found, err := r.Adapter.Find(ctx, c, obj, payload)
+		if err != nil {
+			return r.apiError(obj, err)
+		}
+		if found != "" {
+			id = found
+			r.event(obj, corev1.EventTypeNormal, v1.ReasonAdopted, "adopted the existing API object "+found)
+		}
+	}
+	if id == "" {
+		created, err := r.Adapter.Create(ctx, c, payload)
+		if polycrate.IsConflict(err) {
+			created, err = r.Adapter.Find(ctx, c, obj, payload)
+			if err == nil && created == "" {
+				err = fmt.Errorf("the API answered 409 but the object cannot be found by its natural key")
+			}
+		}
+		if err != nil {
+			return r.apiError(obj, err)
+		}
+		id = created
+	} else if err := r.Adapter.Update(ctx, c, id, payload); err != nil {
+		return r.apiError(obj, err)
+	}
+	r.missing.Delete(st.APIID)
+	st.APIID = id
+	r.synced(obj, st, hash, true)
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler[O]) finalize(ctx context.Context, obj O) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, r.Adapter.Finalizer()) {
+		return reconcile.Result{}, nil
+	}
+	if id := r.Adapter.GetState(obj).APIID; id != "" {
+		c := r.Conn.Client()
+		if c == nil {
+			r.waiting(obj, v1.ReasonDeleting, "waiting for the Polycrate API connection to delete API object "+id)
+			_ = r.Client.Status().Update(ctx, obj)
+			return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		if err := polycrate.IgnoreNotFound(r.Adapter.Delete(ctx, c, id)); err != nil {
+			if polycrate.IsTransient(err) {
+				return reconcile.Result{}, err
+			}
+			r.failed(obj, v1.ReasonAPIError, "cannot delete API object "+id+": "+err.Error(), true)
+			_ = r.Client.Status().Update(ctx, obj)
+			return reconcile.Result{RequeueAfter: time.Minute}, nil
+		}
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(O))
+	controllerutil.RemoveFinalizer(obj, r.Adapter.Finalizer())
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
+}
+
+// apiError records an API failure by its nature.
+func (r *Reconciler[O]) apiError(obj O, err error) (reconcile.Result, error) {
+	switch {
+	case polycrate.IsTransient(err):
+		r.failed(obj, v1.ReasonAPIUnavailable, err.Error(), false)
+		if wait := polycrate.RetryAfter(err); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		return reconcile.Result{}, err // exponential backoff
+	case polycrate.IsUnauthorized(err), polycrate.IsForbidden(err):
+		r.failed(obj, v1.ReasonUnauthorized, err.Error(), true)
+		return reconcile.Result{RequeueAfter: 5 * time.Minute}, nil
+	default:
+		r.failed(obj, v1.ReasonAPIError, err.Error(), true)
+		return reconcile.Result{}, nil // bad input: wait for a change
+	}
+}
+
+func (r *Reconciler[O]) synced(obj O, st State, hash string, wrote bool) {
+	st.Phase = r.Adapter.PhaseName(PhaseSynced)
+	st.ConfigHash = hash
+	st.Message = ""
+	st.Generation = obj.GetGeneration()
+	if wrote {
+		now := metav1.Now()
+		st.LastSyncedAt = &now
+	}
+	r.Adapter.SetState(obj, st)
+	r.condition(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID)
+}
+
+func (r *Reconciler[O]) waiting(obj O, reason, msg string) {
+	st := r.Adapter.GetState(obj)
+	if st.Phase == "" || st.Phase == r.Adapter.PhaseName(PhaseError) {
+		st.Phase = r.Adapter.PhaseName(PhasePending)
+	}
+	st.Message = msg
+	r.Adapter.SetState(obj, st)
+	r.condition(obj, metav1.ConditionFalse, reason, msg)
+}
+
+func (r *Reconciler[O]) failed(obj O, reason, msg string, warn bool) {
+	st := r.Adapter.GetState(obj)
+	st.Phase = r.Adapter.PhaseName(PhaseError)
+	st.Message = msg
+	r.Adapter.SetState(obj, st)
+	if r.condition(obj, metav1.ConditionFalse, reason, msg) && warn {
+		r.event(obj, corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+// condition sets Ready; true when its status or reason changed.
+func (r *Reconciler[O]) condition(obj O, status metav1.ConditionStatus, reason, msg string) bool {
+	conds := r.Adapter.Conditions(obj)
+	prev := meta.FindStatusCondition(*conds, v1.ConditionReady)
+	meta.SetStatusCondition(conds, metav1.Condition{Type: v1.ConditionReady, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: obj.GetGeneration()})
+	return prev == nil || prev.Status != status || prev.Reason != reason
+}
+
+func (r *Reconciler[O]) event(obj O, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, typ, reason, "Sync", "%s", msg)
+	}
+}
+
+// Hash is the change-detection hash of a payload.
+func Hash(payload any) string {
+	b, _ := json.Marshal(payload)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// SetupWithManager wires the reconciler: the kind, configuration changes (which
+// wake every object: a new connection, local cluster or switch), and the repair
+// runnable's findings.
+func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int) error {
+	if r.Verify == 0 {
+		r.Verify = 5 * time.Minute
+	}
+	r.wake = make(chan event.GenericEvent, 1024)
+	configChanged := r.Config.Subscribe()
+	all := func(ctx context.Context) {
+		objs, err := r.Adapter.List(ctx, mgr.GetClient())
+		if err != nil {
+			return
+		}
+		for _, o := range objs {
+			r.wake <- event.GenericEvent{Object: o}
+		}
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-configChanged:
+				all(ctx)
+			}
+		}
+	})); err != nil {
+		return err
+	}
+	if err := mgr.Add(&repair[O]{r: r}); err != nil {
+		return err
+	}
+	return ctrl.ControllerManagedBy(mgr).
+		Named("sync-"+r.Adapter.Name()).
+		// Spec and label changes (and deletion, which bumps the generation); never the
+		// reconciler's own status writes, which would re-send a refused request.
+		For(r.Adapter.New(), ctrl.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options(maxConcurrent)).
+		Complete(r)
+}
+
+// repair lists the kind's API objects every Verify interval and wakes the CRs whose
+// object is gone: a few paged requests instead of a GET per object.
+type repair[O client.Object] struct{ r *Reconciler[O] }
+
+func (p *repair[O]) NeedLeaderElection() bool { return true }
+
+func (p *repair[O]) Start(ctx context.Context) error {
+	t := time.NewTicker(p.r.Verify)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			p.r.Repair(ctx)
+		}
+	}
+}
+
+// Repair runs one verification pass (tests call it directly).
+func (r *Reconciler[O]) Repair(ctx context.Context) {
+	c := r.Conn.Client()
+	snap := r.Config.Get()
+	if c == nil || snap == nil {
+		return
+	}
+	live, err := r.Adapter.LiveIDs(ctx, c, snap)
+	if err != nil {
+		r.Log.Info("self-repair list failed; next pass later", "kind", r.Adapter.Name(), "error", err.Error())
+		return
+	}
+	objs, err := r.Adapter.List(ctx, r.Client)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		id := r.Adapter.GetState(o).APIID
+		if id != "" && !live[id] && o.GetDeletionTimestamp().IsZero() {
+			r.missing.Store(id, true)
+			r.wake <- event.GenericEvent{Object: o}
+		}
+	}
+}
