@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
+	k8sdiscovery "k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -23,6 +23,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
@@ -52,6 +53,8 @@ type Operator struct {
 	Errors   *agent.ErrorReporter
 	// EndpointSync syncs Endpoint CRs to the API.
 	EndpointSync *apisync.Reconciler[*v1.Endpoint]
+	// Sweep deletes discovered Endpoints whose source is gone.
+	Sweep *discovery.Sweep
 }
 
 // Setup adds everything to the manager.
@@ -101,7 +104,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		tokenSecret)
 
 	kubeVersion := ""
-	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
+	if dc, err := k8sdiscovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
 		if v, err := dc.ServerVersion(); err == nil {
 			kubeVersion = v.GitVersion
 		}
@@ -124,6 +127,17 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up the Endpoint sync: %w", err)
 	}
 	op.EndpointSync = endpoints
+
+	// Ingress → Endpoint CRs, and the stale sweep.
+	ingresses := &discovery.IngressReconciler{Client: mgr.GetClient(), Config: op.Config,
+		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery")}
+	if err := ingresses.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up Ingress discovery: %w", err)
+	}
+	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
+	if err := mgr.Add(op.Sweep); err != nil {
+		return nil, err
+	}
 
 	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.
 	apiReader := mgr.GetAPIReader()

@@ -182,10 +182,8 @@ var _ = Describe("Endpoint sync", func() {
 		for _, n := range []string{"r1-example-com", "r2-example-com", "r3-example-com"} {
 			synced(ns, n)
 		}
-		stopMgr()
-		<-mgrDone
 		writes := endpointWrites()
-		startOperator()
+		restartOperator()
 		Eventually(func() (string, error) { return op.Config.Get().LocalCluster() }, timeout, poll).ShouldNot(BeEmpty())
 		Consistently(endpointWrites, 3*time.Second, 300*time.Millisecond).Should(Equal(writes))
 		Expect(api.Collisions()).To(BeEmpty())

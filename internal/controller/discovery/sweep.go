@@ -1,0 +1,102 @@
+package discovery
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch
+
+// httpRouteGVK is read unstructured, so the sweep works whether or not the Gateway
+// API is installed.
+var httpRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}
+
+// Sweep deletes discovered Endpoint CRs whose source is gone (seed 002
+// "Stale-Sweep"): a safety net for sources deleted while the operator was not
+// running or without a finalizer. Endpoints not created by discovery are never
+// touched. It runs every endpoint_discovery.stale_cleanup_minutes, on the leader.
+type Sweep struct {
+	Client client.Client
+	Reader client.Reader // uncached reads of the sources
+	Config *opconfig.Store
+	Log    logr.Logger
+}
+
+// NeedLeaderElection: one replica sweeps.
+func (s *Sweep) NeedLeaderElection() bool { return true }
+
+// Start sweeps until ctx ends.
+func (s *Sweep) Start(ctx context.Context) error {
+	for {
+		wait := 10 * time.Minute
+		if snap := s.Config.Get(); snap != nil && snap.Spec.EndpointDiscovery.StaleCleanupMinutes > 0 {
+			wait = time.Duration(snap.Spec.EndpointDiscovery.StaleCleanupMinutes) * time.Minute
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+			if n, err := s.Once(ctx); err != nil {
+				s.Log.Error(err, "stale sweep failed")
+			} else if n > 0 {
+				s.Log.Info("stale sweep deleted Endpoints whose source is gone", "count", n)
+			}
+		}
+	}
+}
+
+// Once runs one sweep and returns how many Endpoints it deleted.
+func (s *Sweep) Once(ctx context.Context) (int, error) {
+	list := &v1.EndpointList{}
+	if err := s.Client.List(ctx, list, client.MatchingLabels{v1.LabelDiscovered: v1.LabelValueTrue}); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for i := range list.Items {
+		ep := &list.Items[i]
+		if !ep.DeletionTimestamp.IsZero() {
+			continue
+		}
+		gone, err := s.sourceGone(ctx, ep)
+		if err != nil {
+			return deleted, err
+		}
+		if gone {
+			s.Log.Info("deleting stale Endpoint", "namespace", ep.Namespace, "name", ep.Name)
+			if err := client.IgnoreNotFound(s.Client.Delete(ctx, ep)); err != nil {
+				return deleted, err
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
+}
+
+func (s *Sweep) sourceGone(ctx context.Context, ep *v1.Endpoint) (bool, error) {
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ep.Namespace, Name: name} }
+	if name := ep.Labels[v1.LabelEndpointSourceIngress]; name != "" {
+		err := s.Reader.Get(ctx, key(name), &networkingv1.Ingress{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	if name := ep.Labels[v1.LabelEndpointSourceHTTPRoute]; name != "" {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(httpRouteGVK)
+		err := s.Reader.Get(ctx, key(name), u)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil // no source label: not ours to judge
+}

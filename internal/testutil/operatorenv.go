@@ -1,0 +1,145 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/manager"
+	"github.com/polycrate/polycrate-operator/internal/operator"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// OperatorNamespace is where OperatorEnv runs the operator.
+const OperatorNamespace = "polycrate"
+
+// OperatorEnv is a whole operator for integration tests: envtest, the API emulator
+// (default seed), the token Secret, an OperatorConfig with a local cluster, and a
+// running manager with every controller.
+type OperatorEnv struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	K8s    client.Client
+	API    *emulator.Server
+	APIURL string
+	Op     *operator.Operator
+
+	log  logr.Logger
+	stop context.CancelFunc
+	done chan error
+	ts   *httptest.Server
+}
+
+// OperatorEnvOptions tune StartOperatorEnv.
+type OperatorEnvOptions struct {
+	ThirdPartyCRDs bool
+	Log            logr.Logger
+	// Configure edits the OperatorConfig before it is created.
+	Configure func(*v1.OperatorConfig)
+}
+
+// StartOperatorEnv starts everything and waits until the local cluster is registered.
+func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
+	env, cfg, err := Start(Options{OwnCRDs: true, ThirdPartyCRDs: o.ThirdPartyCRDs})
+	if err != nil {
+		return nil, err
+	}
+	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log}
+	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
+		return nil, err
+	}
+	if e.API, err = emulator.New(emulator.Config{}); err != nil {
+		return nil, err
+	}
+	e.ts = httptest.NewServer(e.API.Handler())
+	e.APIURL = e.ts.URL
+	ctx := context.Background()
+	if err := e.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}); err != nil {
+		return nil, err
+	}
+	if err := e.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: "polycrate-api-creds"},
+		StringData: map[string]string{"token": emulator.DevAgentToken}}); err != nil {
+		return nil, err
+	}
+	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: "default"}}
+	oc.Spec.APISync.APIURL = e.APIURL
+	oc.Spec.LocalCluster.ClusterName = "test-cluster"
+	if o.Configure != nil {
+		o.Configure(oc)
+	}
+	if err := e.K8s.Create(ctx, oc); err != nil {
+		return nil, err
+	}
+	if err := e.StartOperator(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if id, _ := e.Op.Config.Get().LocalCluster(); id != "" {
+			return e, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the operator did not register its local cluster within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// StartOperator runs a fresh manager (also to restart the operator).
+func (e *OperatorEnv) StartOperator() error {
+	mgr, err := manager.New(e.Config, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true})
+	if err != nil {
+		return err
+	}
+	op, err := operator.Setup(mgr, operator.Options{Namespace: OperatorNamespace, Version: "0.0.1-test", RepairInterval: time.Hour})
+	if err != nil {
+		return err
+	}
+	e.Op = op
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	e.done = make(chan error, 1)
+	go func() { e.done <- mgr.Start(ctx) }()
+	return nil
+}
+
+// StopOperator stops the manager and waits for it.
+func (e *OperatorEnv) StopOperator() error {
+	if e.stop == nil {
+		return nil
+	}
+	e.stop()
+	e.stop = nil
+	return <-e.done
+}
+
+// Stop stops everything.
+func (e *OperatorEnv) Stop() error {
+	err := e.StopOperator()
+	if e.ts != nil {
+		e.ts.Close()
+	}
+	if e.Env != nil {
+		if serr := e.Env.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+// Client is an API client with the operator's agent token.
+func (e *OperatorEnv) Client() *polycrate.Client {
+	c, _ := polycrate.New(polycrate.Options{BaseURL: e.APIURL, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	return c
+}
