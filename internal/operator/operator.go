@@ -55,6 +55,8 @@ type Operator struct {
 	EndpointSync *apisync.Reconciler[*v1.Endpoint]
 	// Sweep deletes discovered Endpoints whose source is gone.
 	Sweep *discovery.Sweep
+	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
+	HTTPRoutes *discovery.HTTPRouteStarter
 }
 
 // Setup adds everything to the manager.
@@ -128,11 +130,18 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	op.EndpointSync = endpoints
 
-	// Ingress → Endpoint CRs, and the stale sweep.
-	ingresses := &discovery.IngressReconciler{Client: mgr.GetClient(), Config: op.Config,
-		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery")}
-	if err := ingresses.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+	// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
+	ingress, route := discovery.IngressInspector{}, discovery.HTTPRouteInspector{}
+	newSource := func(in discovery.Inspector, others ...discovery.Inspector) *discovery.SourceReconciler {
+		return &discovery.SourceReconciler{Client: mgr.GetClient(), Config: op.Config, Inspector: in, Others: others,
+			Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery")}
+	}
+	if err := discovery.SetupIngress(mgr, newSource(ingress, route), o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up Ingress discovery: %w", err)
+	}
+	op.HTTPRoutes = &discovery.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles}
+	if err := discovery.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
+		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
 	}
 	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
 	if err := mgr.Add(op.Sweep); err != nil {

@@ -1,0 +1,245 @@
+package discovery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
+
+// HTTPRouteCRD is the CRD whose presence turns HTTPRoute discovery on.
+const HTTPRouteCRD = "httproutes.gateway.networking.k8s.io"
+
+// HTTPRouteInspector reads Gateway-API HTTPRoutes.
+type HTTPRouteInspector struct{}
+
+// Kind is "HTTPRoute".
+func (HTTPRouteInspector) Kind() string { return "HTTPRoute" }
+
+// Label names the source HTTPRoute on an Endpoint.
+func (HTTPRouteInspector) Label() string { return v1.LabelEndpointSourceHTTPRoute }
+
+// Finalizer is the seed's HTTPRoute finalizer.
+func (HTTPRouteInspector) Finalizer() string { return v1.FinalizerHTTPRouteDiscovery }
+
+// Priority: an HTTPRoute takes a host over from an Ingress, never the reverse.
+func (HTTPRouteInspector) Priority() int { return 1 }
+
+// New returns an empty HTTPRoute.
+func (HTTPRouteInspector) New() client.Object { return &gatewayv1.HTTPRoute{} }
+
+// Inspect: hosts from spec.hostnames; TLS and port from the parent Gateway's
+// listener (sectionName, else the first HTTPS, else the first HTTP listener); the
+// path from the first PathPrefix match; gateway_classes filters by the parent's class.
+func (HTTPRouteInspector) Inspect(ctx context.Context, c client.Client, obj client.Object, snap *opconfig.Snapshot) (bool, []Host, error) {
+	route := obj.(*gatewayv1.HTTPRoute)
+	var gw *gatewayv1.Gateway
+	var section string
+	for _, ref := range route.Spec.ParentRefs {
+		if (ref.Kind != nil && *ref.Kind != "Gateway") || (ref.Group != nil && *ref.Group != gatewayv1.GroupName) {
+			continue
+		}
+		ns := route.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+		}
+		g := &gatewayv1.Gateway{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: string(ref.Name)}, g); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return false, nil, err
+			}
+			continue
+		}
+		gw = g
+		if ref.SectionName != nil {
+			section = string(*ref.SectionName)
+		}
+		break
+	}
+	if classes := snap.Spec.EndpointDiscovery.GatewayClasses; len(classes) > 0 {
+		if gw == nil || !containsString(classes, string(gw.Spec.GatewayClassName)) {
+			return false, nil, nil
+		}
+	}
+	src := annotations.Source{Listener: pickListener(gw, section), Path: firstPathPrefix(route)}
+	var hosts []Host
+	seen := map[string]bool{}
+	for _, h := range route.Spec.Hostnames {
+		name := string(h)
+		if name != "" && name[0] != '*' && !seen[name] {
+			seen[name] = true
+			hosts = append(hosts, Host{Name: name, Source: src})
+		}
+	}
+	return true, hosts, nil
+}
+
+func pickListener(gw *gatewayv1.Gateway, section string) *annotations.Listener {
+	if gw == nil {
+		return nil
+	}
+	of := func(l gatewayv1.Listener) *annotations.Listener {
+		tls := l.Protocol == gatewayv1.HTTPSProtocolType || l.Protocol == gatewayv1.TLSProtocolType
+		return &annotations.Listener{TLS: tls, Port: int(l.Port)}
+	}
+	if section != "" {
+		for _, l := range gw.Spec.Listeners {
+			if string(l.Name) == section {
+				return of(l)
+			}
+		}
+	}
+	for _, p := range []gatewayv1.ProtocolType{gatewayv1.HTTPSProtocolType, gatewayv1.HTTPProtocolType} {
+		for _, l := range gw.Spec.Listeners {
+			if l.Protocol == p {
+				return of(l)
+			}
+		}
+	}
+	return nil
+}
+
+func firstPathPrefix(route *gatewayv1.HTTPRoute) string {
+	for _, rule := range route.Spec.Rules {
+		for _, m := range rule.Matches {
+			if m.Path != nil && m.Path.Type != nil && *m.Path.Type == gatewayv1.PathMatchPathPrefix && m.Path.Value != nil {
+				return *m.Path.Value
+			}
+		}
+	}
+	return ""
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// HTTPRouteStarter starts HTTPRoute discovery once the Gateway-API CRD exists —
+// at start or whenever it is installed later, without a restart. It watches CRDs
+// by metadata only (their schemas are large).
+type HTTPRouteStarter struct {
+	Mgr           manager.Manager
+	Reconciler    *SourceReconciler
+	MaxConcurrent int
+
+	mu      sync.Mutex
+	started bool
+}
+
+// Started reports whether HTTPRoute discovery runs.
+func (s *HTTPRouteStarter) Started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
+// Reconcile is called for the HTTPRoute CRD.
+func (s *HTTPRouteStarter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ctrl.Result{}, nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := s.Mgr.GetAPIReader().Get(ctx, req.NamespacedName, crd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	established := false
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	if !established {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err := s.setupHTTPRoute(); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.started = true
+	s.Reconciler.Log.Info("Gateway API found: HTTPRoute discovery started")
+	return ctrl.Result{}, nil
+}
+
+func (s *HTTPRouteStarter) setupHTTPRoute() error {
+	mgr, r := s.Mgr, s.Reconciler
+	wake := make(chan event.GenericEvent, 1024)
+	list := func(ctx context.Context) ([]client.Object, error) {
+		l := &gatewayv1.HTTPRouteList{}
+		if err := mgr.GetClient().List(ctx, l); err != nil {
+			return nil, err
+		}
+		out := make([]client.Object, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	}
+	if err := requeueOnConfigChange(mgr, r.Config, wake, list); err != nil {
+		return err
+	}
+	// A Gateway is never a source: its change re-queues the routes attached to it.
+	gatewayToRoutes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		routes, _ := list(ctx)
+		var out []reconcile.Request
+		for _, ro := range routes {
+			route := ro.(*gatewayv1.HTTPRoute)
+			for _, ref := range route.Spec.ParentRefs {
+				ns := route.Namespace
+				if ref.Namespace != nil {
+					ns = string(*ref.Namespace)
+				}
+				if string(ref.Name) == o.GetName() && ns == o.GetNamespace() {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(route)})
+				}
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("discovery-httproute").
+		For(&gatewayv1.HTTPRoute{}).
+		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
+		Watches(&gatewayv1.Gateway{}, gatewayToRoutes).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options(s.MaxConcurrent)).
+		Complete(r)
+}
+
+// SetupHTTPRouteStarter watches the HTTPRoute CRD (metadata only).
+func SetupHTTPRouteStarter(s *HTTPRouteStarter) error {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return ctrl.NewControllerManagedBy(s.Mgr).
+		Named("discovery-httproute-starter").
+		For(crd, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == HTTPRouteCRD
+		}))).
+		Complete(s)
+}

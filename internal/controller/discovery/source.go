@@ -1,0 +1,299 @@
+package discovery
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// Host is one host a source offers, with what the source itself says about it.
+type Host struct {
+	Name   string
+	Source annotations.Source
+}
+
+// Inspector is what a source kind contributes to endpoint discovery.
+type Inspector interface {
+	// Kind names the source kind in events ("Ingress", "HTTPRoute").
+	Kind() string
+	// Label is the Endpoint label naming the source; Finalizer the source's finalizer.
+	Label() string
+	Finalizer() string
+	// Priority: an Endpoint owned by a higher-priority kind is never taken over
+	// (HTTPRoute beats Ingress); a lower one is.
+	Priority() int
+	New() client.Object
+	// Inspect reads a source: whether it is selected (beyond the namespace filter and
+	// the monitor annotation, e.g. its class) and its hosts.
+	Inspect(ctx context.Context, c client.Client, obj client.Object, snap *opconfig.Snapshot) (bool, []Host, error)
+}
+
+// SourceReconciler turns one source kind into Endpoint CRs; the rules are the same
+// for every kind (docs/annotations.md).
+type SourceReconciler struct {
+	Client    client.Client
+	Config    *opconfig.Store
+	Recorder  recorder.EventRecorder
+	Log       logr.Logger
+	Inspector Inspector
+	// Others are the other source kinds, to judge claims by priority.
+	Others []Inspector
+}
+
+// Reconcile declares one Endpoint CR per host of a selected source.
+func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	in := r.Inspector
+	obj := in.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	owned, err := ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label(), obj.GetName())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	snap := r.Config.Get()
+	selected, hosts := false, []Host(nil)
+	if obj.GetDeletionTimestamp().IsZero() && snap != nil && opconfig.Enabled(snap.Spec.EndpointDiscovery.Enabled) &&
+		snap.EndpointNamespaces().Allows(obj.GetNamespace()) && annotations.Selected(snap.Spec.EndpointDiscovery.Mode, obj.GetAnnotations()) {
+		if selected, hosts, err = in.Inspect(ctx, r.Client, obj, snap); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !selected {
+		// Deleted or not (or no longer) selected: its Endpoints go (their sync
+		// finalizer removes the API objects), then the source's finalizer.
+		return r.release(ctx, obj, owned)
+	}
+	if !controllerutil.ContainsFinalizer(obj, in.Finalizer()) {
+		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+		controllerutil.AddFinalizer(obj, in.Finalizer())
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	ann := obj.GetAnnotations()
+	settings, problems := annotations.Parse(ann)
+	if settings.K8sAppName == "" {
+		settings.K8sAppName = obj.GetLabels()[v1.LabelK8sAppNameDeprecated] // honoured, then moved
+	}
+	for _, p := range problems {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Discover", "%s", p.String())
+	}
+	wanted := map[string]bool{}
+	for _, h := range hosts {
+		name := annotations.EndpointName(h.Name)
+		owner, claimed, err := r.claimedElsewhere(ctx, obj, name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if claimed {
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonHostClaimed, "Discover",
+				"host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
+			continue
+		}
+		wanted[name] = true
+		if err := applyEndpoint(ctx, r.Client, obj, in.Label(), settings.For(h.Name, h.Source), settings); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for i := range owned {
+		if !wanted[owned[i].Name] {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, &owned[i])); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	return ctrl.Result{}, r.annotateSource(ctx, obj, wanted)
+}
+
+// release deletes the source's Endpoints, waits until they are gone, and removes
+// the finalizer (and, from a source that stays, the sync annotations).
+func (r *SourceReconciler) release(ctx context.Context, obj client.Object, owned []v1.Endpoint) (ctrl.Result, error) {
+	for i := range owned {
+		if owned[i].DeletionTimestamp.IsZero() {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, &owned[i])); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(owned) > 0 {
+		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil // their API objects are being deleted
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	changed := controllerutil.RemoveFinalizer(obj, r.Inspector.Finalizer())
+	if obj.GetDeletionTimestamp().IsZero() {
+		ann := obj.GetAnnotations()
+		for _, k := range []string{AnnotationAPIIDs, AnnotationSyncedAt} {
+			if _, ok := ann[k]; ok {
+				delete(ann, k)
+				changed = true
+			}
+		}
+		obj.SetAnnotations(ann)
+	}
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
+}
+
+// claimedElsewhere: the Endpoint belongs to a source of higher priority, or to an
+// older source of the same kind (creation time, then name).
+func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Object, name string) (string, bool, error) {
+	ep := &v1.Endpoint{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, ep); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	for _, other := range r.Others {
+		if owner := ep.Labels[other.Label()]; owner != "" && other.Priority() > r.Inspector.Priority() {
+			return other.Kind() + " " + owner, true, nil
+		}
+	}
+	owner := ep.Labels[r.Inspector.Label()]
+	if owner == "" || owner == obj.GetName() {
+		return "", false, nil // unowned, owned by a lower-priority kind (taken over), or ours
+	}
+	o := r.Inspector.New()
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner}, o); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", false, nil // the owner is gone: take it over
+		}
+		return "", false, err
+	}
+	if older(o, obj) && o.GetDeletionTimestamp().IsZero() {
+		return r.Inspector.Kind() + " " + owner, true, nil
+	}
+	return "", false, nil
+}
+
+func older(a, b metav1.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
+// ownedEndpoints lists the Endpoints a source created.
+func ownedEndpoints(ctx context.Context, c client.Client, namespace, label, name string) ([]v1.Endpoint, error) {
+	list := &v1.EndpointList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{label: name, v1.LabelDiscovered: v1.LabelValueTrue}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// applyEndpoint declares a host's Endpoint CR with server-side apply: labels, an
+// owner reference to the source, and the spec of the seed's example. The same
+// field manager for every source kind, so a taking-over source replaces the
+// previous owner's labels and owner reference.
+func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sourceLabel string, check annotations.Check, s annotations.Settings) error {
+	gvk, err := c.GroupVersionKindFor(src)
+	if err != nil {
+		return err
+	}
+	codes := make([]any, len(check.ExpectedStatus))
+	for i, code := range check.ExpectedStatus {
+		codes[i] = int64(code)
+	}
+	spec := map[string]any{
+		"displayName": check.Host, "remoteAddress": check.Host, "remotePort": int64(check.Port), "kind": "http",
+		"tls": check.TLS, "path": check.Path, "timeout": int64(check.Timeout), "interval": int64(check.Interval),
+		"expectedStatusCodes": codes,
+	}
+	if check.ExpectedBody != "" {
+		spec["expectedBody"] = check.ExpectedBody
+	}
+	if s.K8sAppName != "" {
+		spec["k8sAppName"] = s.K8sAppName
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
+		"metadata": map[string]any{
+			"name": annotations.EndpointName(check.Host), "namespace": src.GetNamespace(),
+			"labels": map[string]any{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
+			"ownerReferences": []any{map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
+				"name": src.GetName(), "uid": string(src.GetUID())}},
+		},
+		"spec": spec,
+	}}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.FieldOwner), client.ForceOwnership)
+}
+
+// annotateSource writes the API ids of the source's endpoints and the latest sync
+// time onto the source, only when they change, and moves the deprecated K8sApp
+// label to the annotation.
+func (r *SourceReconciler) annotateSource(ctx context.Context, obj client.Object, wanted map[string]bool) error {
+	owned, err := ownedEndpoints(ctx, r.Client, obj.GetNamespace(), r.Inspector.Label(), obj.GetName())
+	if err != nil {
+		return err
+	}
+	ids, synced := sourceAnnotations(owned, wanted)
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	changed := false
+	set := func(k, v string) {
+		if v != "" && ann[k] != v {
+			ann[k] = v
+			changed = true
+		}
+	}
+	set(AnnotationAPIIDs, ids)
+	set(AnnotationSyncedAt, synced)
+	labels := obj.GetLabels()
+	if v, ok := labels[v1.LabelK8sAppNameDeprecated]; ok {
+		delete(labels, v1.LabelK8sAppNameDeprecated)
+		obj.SetLabels(labels)
+		if _, has := ann[annotations.K8sAppName]; !has {
+			set(annotations.K8sAppName, v)
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	obj.SetAnnotations(ann)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
+}
+
+// sourceAnnotations renders host=id pairs and the newest sync time.
+func sourceAnnotations(owned []v1.Endpoint, wanted map[string]bool) (string, string) {
+	var pairs []string
+	var newest *metav1.Time
+	for _, ep := range owned {
+		if !wanted[ep.Name] || ep.Status.APIID == "" {
+			continue
+		}
+		pairs = append(pairs, ep.Spec.RemoteAddress+"="+ep.Status.APIID)
+		if t := ep.Status.LastSyncedAt; t != nil && (newest == nil || newest.Before(t)) {
+			newest = t
+		}
+	}
+	sort.Strings(pairs)
+	synced := ""
+	if newest != nil {
+		synced = newest.UTC().Format(time.RFC3339)
+	}
+	return strings.Join(pairs, ","), synced
+}
