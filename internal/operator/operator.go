@@ -123,8 +123,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
 	}
 	// Endpoint CRs → /api/v1/endpoints/.
-	endpoints := &apisync.Reconciler[*v1.Endpoint]{Client: mgr.GetClient(), Adapter: apisync.EndpointAdapter{}, Config: op.Config,
-		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
+	endpoints := &apisync.Reconciler[*v1.Endpoint]{Client: mgr.GetClient(), Adapter: apisync.EndpointAdapter{Reader: mgr.GetClient()}, Config: op.Config,
+		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval,
+		Related: []apisync.Related{apisync.EndpointsClaiming(mgr.GetClient())}}
 	if err := endpoints.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the Endpoint sync: %w", err)
 	}

@@ -107,6 +107,9 @@ type Reconciler[O client.Object] struct {
 	Log      logr.Logger
 	// Verify is how often the repair runnable lists the API objects (default 5 minutes).
 	Verify time.Duration
+	// Related are other kinds whose changes wake objects of this kind (e.g. a K8sApp
+	// getting its API id wakes the Endpoints that claim it).
+	Related []Related
 
 	missing sync.Map // API ids the last list did not contain
 	wake    chan event.GenericEvent
@@ -352,7 +355,11 @@ func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int)
 	if err := mgr.Add(&repair[O]{r: r}); err != nil {
 		return err
 	}
-	return ctrl.ControllerManagedBy(mgr).
+	b := ctrl.ControllerManagedBy(mgr)
+	for _, rel := range r.Related {
+		b = b.Watches(rel.Object, handler.EnqueueRequestsFromMapFunc(rel.Map))
+	}
+	return b.
 		Named("sync-"+r.Adapter.Name()).
 		// Spec and label changes (and deletion, which bumps the generation); never the
 		// reconciler's own status writes, which would re-send a refused request.
@@ -360,6 +367,12 @@ func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int)
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options(maxConcurrent)).
 		Complete(r)
+}
+
+// Related is a kind whose changes map to objects of the synced kind.
+type Related struct {
+	Object client.Object
+	Map    handler.MapFunc
 }
 
 // repair lists the kind's API objects every Verify interval and wakes the CRs whose

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
@@ -25,8 +26,13 @@ const (
 // +kubebuilder:rbac:groups=polycrate.io,resources=endpoints/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=polycrate.io,resources=endpoints/finalizers,verbs=update
 
+// +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps,verbs=get;list;watch
+
 // EndpointAdapter syncs Endpoint CRs to /api/v1/endpoints/.
-type EndpointAdapter struct{}
+type EndpointAdapter struct {
+	// Reader reads the claimed K8sApp (its API id becomes the endpoint's k8s_app).
+	Reader client.Reader
+}
 
 // Name is the kind.
 func (EndpointAdapter) Name() string { return "endpoint" }
@@ -51,7 +57,7 @@ func (EndpointAdapter) List(ctx context.Context, c client.Client) ([]*v1.Endpoin
 func (EndpointAdapter) Finalizer() string { return v1.FinalizerEndpointCleanup }
 
 // Payload maps the CR to EndpointRequest (docs/annotations.md "How the check reaches the API").
-func (EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any, error) {
+func (a EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any, error) {
 	s := ep.Spec
 	if s.RemoteAddress == "" {
 		return nil, fmt.Errorf("%w: spec.remoteAddress is empty", ErrPermanent)
@@ -91,6 +97,15 @@ func (EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any, e
 	}
 	if s.K8sAppName != "" {
 		req.Annotations[APIAnnotationK8sApp] = s.K8sAppName
+		// The link in the API once the claimed app is synced (K8sApp status.api_id);
+		// until then the endpoint is synced unclaimed and re-synced when the app is.
+		if a.Reader != nil {
+			app := &v1.K8sApp{}
+			if err := a.Reader.Get(context.Background(), client.ObjectKey{Namespace: ep.Namespace, Name: s.K8sAppName}, app); err == nil && app.Status.APIID != "" {
+				id := app.Status.APIID
+				req.K8sApp = &id
+			}
+		}
 	}
 	if snap != nil && snap.LocalClusterID != "" {
 		id := snap.LocalClusterID
@@ -172,3 +187,20 @@ func (EndpointAdapter) Conditions(ep *v1.Endpoint) *[]metav1.Condition { return 
 
 // PhaseName: the Endpoint spells phases in lower case ("synced"), as the seed's example.
 func (EndpointAdapter) PhaseName(phase string) string { return strings.ToLower(phase) }
+
+// EndpointsClaiming maps a K8sApp to the Endpoints of its namespace that claim it.
+func EndpointsClaiming(c client.Client) Related {
+	return Related{Object: &v1.K8sApp{}, Map: func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &v1.EndpointList{}
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, ep := range list.Items {
+			if ep.Spec.K8sAppName == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ep)})
+			}
+		}
+		return out
+	}}
+}

@@ -189,4 +189,29 @@ var _ = Describe("Endpoint sync", func() {
 		Expect(api.Collisions()).To(BeEmpty())
 	})
 
+	It("links the endpoint to its K8sApp in the API once the app has an API id", func() {
+		ns := freshNamespace()
+		ep := endpoint(ns, "linked.example.com")
+		ep.Spec.K8sAppName = "shop"
+		Expect(k8s.Create(ctx, ep)).To(Succeed())
+		first := synced(ns, "linked-example-com")
+		a, err := apiClient().Endpoints().Get(ctx, first.Status.APIID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.K8sApp).To(BeNil()) // unclaimed until the app is synced
+
+		cluster, _ := op.Config.Get().LocalCluster()
+		app, err := apiClient().K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: "shop", Kind: "external", K8sCluster: &cluster})
+		Expect(err).NotTo(HaveOccurred())
+		cr := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}}
+		Expect(k8s.Create(ctx, cr)).To(Succeed())
+		cr.Status.APIID = app.ID
+		Expect(k8s.Status().Update(ctx, cr)).To(Succeed())
+		Eventually(func() string {
+			a, err := apiClient().Endpoints().Get(ctx, first.Status.APIID)
+			if err != nil || a.K8sApp == nil {
+				return ""
+			}
+			return a.K8sApp.ID
+		}, timeout, poll).Should(Equal(app.ID))
+	})
 })

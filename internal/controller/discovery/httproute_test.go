@@ -85,7 +85,9 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 	It("wins a host over an Ingress, and the Ingress never takes it back", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, ingress(ns, "acme-shop", "nginx", map[string]string{annotations.Monitor: "true"}, "shop.acme.example"))).To(Succeed())
-		Eventually(func() string { return getEndpointOrEmpty(ns, "shop-acme-example").Labels[v1.LabelEndpointSourceIngress] }, timeout, poll).Should(Equal("acme-shop"))
+		Eventually(func() string {
+			return getEndpointOrEmpty(ns, "shop-acme-example").Labels[v1.LabelEndpointSourceIngress]
+		}, timeout, poll).Should(Equal("acme-shop"))
 		Expect(k8s.Create(ctx, route(ns, "acme-shop", gwNS, ptr.To("https"), map[string]string{annotations.Monitor: "true"}, "shop.acme.example"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			ep := getEndpointOrEmpty(ns, "shop-acme-example")
@@ -94,7 +96,9 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 			g.Expect(ep.Spec.Path).To(Equal("/shop"))
 		}, timeout, poll).Should(Succeed())
 		Eventually(func() bool { return warned(ns, discovery.ReasonHostClaimed, "HTTPRoute acme-shop") }, timeout, poll).Should(BeTrue())
-		Consistently(func() string { return getEndpointOrEmpty(ns, "shop-acme-example").Labels[v1.LabelEndpointSourceHTTPRoute] }, "2s", "200ms").Should(Equal("acme-shop"))
+		Consistently(func() string {
+			return getEndpointOrEmpty(ns, "shop-acme-example").Labels[v1.LabelEndpointSourceHTTPRoute]
+		}, "2s", "200ms").Should(Equal("acme-shop"))
 	})
 
 	It("re-queues its routes when the Gateway changes", func() {
@@ -110,6 +114,17 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 			return k8s.Update(ctx, gw)
 		}, timeout, poll).Should(Succeed())
 		Eventually(func() int32 { return getEndpointOrEmpty(ns, "moving-shop-example").Spec.RemotePort }, timeout, poll).Should(BeEquivalentTo(9443))
+	})
+
+	It("filters by the parent Gateway's class (gateway_classes)", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, route(ns, "classy", gwNS, nil, map[string]string{annotations.Monitor: "true"}, "classy.shop.example"))).To(Succeed())
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(ConsistOf("classy-shop-example"))
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.GatewayClasses = []string{"istio"} })
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.GatewayClasses = []string{"envoy"} })
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(ConsistOf("classy-shop-example"))
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.GatewayClasses = nil })
 	})
 
 	It("deletes its Endpoints with the route", func() {
