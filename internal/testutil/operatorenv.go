@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -83,16 +84,14 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err := e.StartOperator(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if id, _ := e.Op.Config.Get().LocalCluster(); id != "" {
-			return e, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the operator did not register its local cluster within a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		id, _ := e.Op.Config.Get().LocalCluster()
+		return id != "", nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the operator did not register its local cluster within a minute: %w", err)
 	}
+	return e, nil
 }
 
 // StartOperator runs a fresh manager (also to restart the operator).
