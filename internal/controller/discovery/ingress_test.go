@@ -205,6 +205,35 @@ var _ = Describe("Ingress discovery", func() {
 		Expect(polycrate.IsNotFound(err)).To(BeTrue(), "API endpoint left behind: %v", err)
 	})
 
+	It("finishes a deletion made while the operator was stopped when it returns", func() {
+		ns := freshNamespace()
+		ing := ingress(ns, "offline", "nginx", map[string]string{annotations.Monitor: "true"}, "offline.example.com")
+		Expect(k8s.Create(ctx, ing)).To(Succeed())
+		Eventually(func() string { return getEndpointOrEmpty(ns, "offline-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+		id := getEndpoint(ns, "offline-example-com").Status.APIID
+
+		Expect(oe.StopOperator()).To(Succeed())
+		Expect(k8s.Delete(ctx, ing)).To(Succeed())
+		Consistently(func(g Gomega) {
+			got := &networkingv1.Ingress{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(got.Finalizers).To(ContainElement(v1.FinalizerIngressDiscovery))
+		}, time.Second, 200*time.Millisecond).Should(Succeed(), "the finalizer must hold the Ingress while nobody runs it")
+		_, err := oe.Client().Endpoints().Get(ctx, id)
+		Expect(err).NotTo(HaveOccurred(), "the API endpoint must outlive the stopped operator")
+
+		Expect(oe.StartOperator()).To(Succeed())
+		Eventually(func() bool {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(ing), &networkingv1.Ingress{}) != nil
+		}, timeout, poll).Should(BeTrue(), "the returning operator did not finish the deletion")
+		Expect(endpointNames(ns)).To(BeEmpty())
+		Eventually(func() bool {
+			_, err := oe.Client().Endpoints().Get(ctx, id)
+			return polycrate.IsNotFound(err)
+		}, timeout, poll).Should(BeTrue(), "API endpoint left behind")
+	})
+
 	It("honours the deprecated K8sApp label, moves it to the annotation and removes it", func() {
 		ns := freshNamespace()
 		ing := ingress(ns, "old-style", "nginx", map[string]string{annotations.Monitor: "true"}, "old.example.com")
