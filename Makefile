@@ -62,6 +62,10 @@ vet: ## Run go vet.
 test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand).
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: ## Run the benchmarks (no tests, no control plane).
+	go test -run '^$$' -bench . -benchmem ./...
+
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
