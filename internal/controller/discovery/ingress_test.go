@@ -156,6 +156,30 @@ var _ = Describe("Ingress discovery", func() {
 		}, timeout, poll).ShouldNot(ContainElement(v1.FinalizerIngressDiscovery))
 	})
 
+	It("turning endpoint discovery off removes the Endpoints, their API objects and the finalizer; on again brings them back", func() {
+		ns := freshNamespace()
+		ing := ingress(ns, "switched", "nginx", map[string]string{annotations.Monitor: "true"}, "switched.example.com")
+		Expect(k8s.Create(ctx, ing)).To(Succeed())
+		Eventually(func() string { return getEndpointOrEmpty(ns, "switched-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+		id := getEndpoint(ns, "switched-example-com").Status.APIID
+
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = ptr.To(false) })
+		DeferCleanup(func() { updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = nil }) })
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
+		Eventually(func() []string {
+			got := &networkingv1.Ingress{}
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)
+			return got.Finalizers
+		}, timeout, poll).ShouldNot(ContainElement(v1.FinalizerIngressDiscovery))
+		Eventually(func() bool {
+			_, err := oe.Client().Endpoints().Get(ctx, id)
+			return polycrate.IsNotFound(err)
+		}, timeout, poll).Should(BeTrue(), "API endpoint left behind")
+
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = ptr.To(true) })
+		Eventually(func() string { return getEndpointOrEmpty(ns, "switched-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+	})
+
 	It("filters by ingress class (spec.ingressClassName or the legacy annotation) and by namespace", func() {
 		ns := freshNamespace()
 		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.IngressClasses = []string{"nginx"} })
