@@ -158,6 +158,16 @@ func warningEvent(namespace, reason string) {
 	}, apiTimeout, pollInterval).Should(Succeed())
 }
 
+func eventReasons(namespace string) []string {
+	list := &eventsv1.EventList{}
+	ExpectWithOffset(1, k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
+}
+
 func apiClient(token string) *polycrate.Client {
 	c, err := polycrate.New(polycrate.Options{BaseURL: apiURL, Token: polycrate.StaticToken(token)})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -255,6 +265,21 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		oc := getOC()
 		Expect(oc.Status.LocalCluster.ClusterName).To(Equal("my-workspace"))
 		Expect(oc.Status.LocalCluster.Source).To(Equal("created"))
+		// A reconcile that sees no local cluster in status (a cache older than its own
+		// last write, or a status lost to a restore) never calls the cluster this
+		// process created "adopted".
+		Eventually(func() error {
+			cur := getOC()
+			cur.Status.LocalCluster = nil
+			return k8s.Status().Update(ctx, cur)
+		}, apiTimeout, pollInterval).Should(Succeed())
+		Eventually(func() string {
+			if st := getOC().Status.LocalCluster; st != nil {
+				return st.Source + "/" + st.ClusterID
+			}
+			return ""
+		}, apiTimeout, pollInterval).Should(Equal("created/" + oc.Status.LocalCluster.ClusterID))
+		Expect(eventReasons(ns)).NotTo(ContainElement(v1.ReasonLocalClusterAdopted))
 
 		c := apiClient(emulator.DevAgentToken)
 		clusters, err := c.K8sClusters().List(ctx, nil)

@@ -64,6 +64,10 @@ type Reconciler struct {
 	SetLogLevel func(level int)
 
 	logLevel int
+	// lastLocal is the local cluster this process last registered. A reconcile that
+	// reads a status older than its own last write (the cache lags behind) finds it
+	// here instead of "adopting" the cluster it just created.
+	lastLocal *v1.LocalClusterStatus
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
@@ -274,6 +278,18 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 			return ctrl.Result{}, err
 		}
 	}
+	if cluster == nil && r.lastLocal != nil {
+		got, err := c.K8sClusters().Get(ctx, r.lastLocal.ClusterID)
+		switch {
+		case err == nil:
+			cluster = got
+			oc.Status.LocalCluster = r.lastLocal.DeepCopy()
+		case polycrate.IsNotFound(err): // gone, or another workspace after a token rotation
+			r.lastLocal = nil
+		default:
+			return ctrl.Result{}, err
+		}
+	}
 	if cluster == nil {
 		rows, err := c.K8sClusters().List(ctx, nil)
 		if err != nil {
@@ -311,6 +327,7 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 		}
 		r.event(oc, corev1.EventTypeNormal, reason, fmt.Sprintf("local cluster %s %s (%s)", cluster.Name, source, cluster.ID))
 	}
+	r.lastLocal = oc.Status.LocalCluster.DeepCopy()
 	r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered,
 		fmt.Sprintf("registered as API cluster %s (%s)", cluster.Name, oc.Status.LocalCluster.Source))
 
