@@ -149,32 +149,18 @@ var _ = Describe("Ingress discovery", func() {
 
 		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Mode = annotations.ModeAnnotation })
 		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
-		Eventually(func() []string {
-			got := &networkingv1.Ingress{}
-			_ = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, got)
-			return got.Finalizers
-		}, timeout, poll).ShouldNot(ContainElement(v1.FinalizerIngressDiscovery))
+		ingressFinalizerGone(client.ObjectKey{Namespace: ns, Name: "plain"})
 	})
 
 	It("turning endpoint discovery off removes the Endpoints, their API objects and the finalizer; on again brings them back", func() {
 		ns := freshNamespace()
-		ing := ingress(ns, "switched", "nginx", map[string]string{annotations.Monitor: "true"}, "switched.example.com")
-		Expect(k8s.Create(ctx, ing)).To(Succeed())
-		Eventually(func() string { return getEndpointOrEmpty(ns, "switched-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
-		id := getEndpoint(ns, "switched-example-com").Status.APIID
+		ing, id := syncedIngress(ns, "switched", "switched.example.com", "switched-example-com")
 
 		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = ptr.To(false) })
 		DeferCleanup(func() { updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = nil }) })
 		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
-		Eventually(func() []string {
-			got := &networkingv1.Ingress{}
-			_ = k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)
-			return got.Finalizers
-		}, timeout, poll).ShouldNot(ContainElement(v1.FinalizerIngressDiscovery))
-		Eventually(func() bool {
-			_, err := oe.Client().Endpoints().Get(ctx, id)
-			return polycrate.IsNotFound(err)
-		}, timeout, poll).Should(BeTrue(), "API endpoint left behind")
+		ingressFinalizerGone(client.ObjectKeyFromObject(ing))
+		apiEndpointGone(id)
 
 		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.EndpointDiscovery.Enabled = ptr.To(true) })
 		Eventually(func() string { return getEndpointOrEmpty(ns, "switched-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
@@ -216,10 +202,7 @@ var _ = Describe("Ingress discovery", func() {
 
 	It("deletes the Endpoints and their API objects before the Ingress goes", func() {
 		ns := freshNamespace()
-		ing := ingress(ns, "doomed", "nginx", map[string]string{annotations.Monitor: "true"}, "doomed.example.com")
-		Expect(k8s.Create(ctx, ing)).To(Succeed())
-		Eventually(func() string { return getEndpointOrEmpty(ns, "doomed-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
-		id := getEndpoint(ns, "doomed-example-com").Status.APIID
+		ing, id := syncedIngress(ns, "doomed", "doomed.example.com", "doomed-example-com")
 		Expect(k8s.Delete(ctx, ing)).To(Succeed())
 		Eventually(func() bool {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(ing), &networkingv1.Ingress{}) != nil
@@ -231,10 +214,7 @@ var _ = Describe("Ingress discovery", func() {
 
 	It("finishes a deletion made while the operator was stopped when it returns", func() {
 		ns := freshNamespace()
-		ing := ingress(ns, "offline", "nginx", map[string]string{annotations.Monitor: "true"}, "offline.example.com")
-		Expect(k8s.Create(ctx, ing)).To(Succeed())
-		Eventually(func() string { return getEndpointOrEmpty(ns, "offline-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
-		id := getEndpoint(ns, "offline-example-com").Status.APIID
+		ing, id := syncedIngress(ns, "offline", "offline.example.com", "offline-example-com")
 
 		Expect(oe.StopOperator()).To(Succeed())
 		Expect(k8s.Delete(ctx, ing)).To(Succeed())
@@ -252,10 +232,7 @@ var _ = Describe("Ingress discovery", func() {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(ing), &networkingv1.Ingress{}) != nil
 		}, timeout, poll).Should(BeTrue(), "the returning operator did not finish the deletion")
 		Expect(endpointNames(ns)).To(BeEmpty())
-		Eventually(func() bool {
-			_, err := oe.Client().Endpoints().Get(ctx, id)
-			return polycrate.IsNotFound(err)
-		}, timeout, poll).Should(BeTrue(), "API endpoint left behind")
+		apiEndpointGone(id)
 	})
 
 	It("honours the deprecated K8sApp label, moves it to the annotation and removes it", func() {
@@ -286,6 +263,30 @@ var _ = Describe("Ingress discovery", func() {
 		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(ConsistOf("manual"))
 	})
 })
+
+// syncedIngress creates a monitored Ingress with one host and waits until its
+// Endpoint CR is in the API; it returns the Ingress and the API id.
+func syncedIngress(ns, name, host, endpoint string) (*networkingv1.Ingress, string) {
+	ing := ingress(ns, name, "nginx", map[string]string{annotations.Monitor: "true"}, host)
+	ExpectWithOffset(1, k8s.Create(ctx, ing)).To(Succeed())
+	EventuallyWithOffset(1, func() string { return getEndpointOrEmpty(ns, endpoint).Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+	return ing, getEndpointOrEmpty(ns, endpoint).Status.APIID
+}
+
+func ingressFinalizerGone(key client.ObjectKey) {
+	EventuallyWithOffset(1, func() []string {
+		got := &networkingv1.Ingress{}
+		_ = k8s.Get(ctx, key, got)
+		return got.Finalizers
+	}, timeout, poll).ShouldNot(ContainElement(v1.FinalizerIngressDiscovery))
+}
+
+func apiEndpointGone(id string) {
+	EventuallyWithOffset(1, func() bool {
+		_, err := oe.Client().Endpoints().Get(ctx, id)
+		return polycrate.IsNotFound(err)
+	}, timeout, poll).Should(BeTrue(), "API endpoint %s left behind", id)
+}
 
 func getEndpointOrEmpty(ns, name string) *v1.Endpoint {
 	ep := &v1.Endpoint{}
