@@ -10,9 +10,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -281,11 +281,7 @@ func parseHostConfig(v string) (map[string]HostOverride, []Problem) {
 	}
 	out := map[string]HostOverride{}
 	var probs []Problem
-	hosts := make([]string, 0, len(raw))
-	for h := range raw {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
+	hosts := slices.Sorted(maps.Keys(raw))
 	for _, h := range hosts {
 		var e hostEntry
 		d := json.NewDecoder(strings.NewReader(string(raw[h])))

@@ -2,9 +2,10 @@ package emulator
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,11 +204,7 @@ func validateObject(fields []Field, m map[string]any, prefix string, partial boo
 		byName[f.Name] = f
 	}
 	var errs []FieldError
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		f, ok := byName[k]
 		if !ok {

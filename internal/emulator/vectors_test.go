@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,11 +199,7 @@ func matchJSON(want, got any, path string) error {
 		if !ok {
 			return fmt.Errorf("%s: want an object, got %v", path, got)
 		}
-		keys := make([]string, 0, len(w))
-		for k := range w {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(w))
 		for _, k := range keys {
 			gv, present := g[k]
 			if !present {

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,11 +77,7 @@ func newAPIError(method, path string, resp *http.Response, body []byte) *APIErro
 		e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: msg})
 		var perKey map[string]any
 		_ = json.Unmarshal(top["errors"], &perKey)
-		keys := make([]string, 0, len(perKey))
-		for k := range perKey {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(perKey))
 		for _, k := range keys {
 			attr := k
 			e.Errors = append(e.Errors, ErrorItem{Code: "invalid", Detail: fmt.Sprint(perKey[k]), Attr: &attr})
