@@ -114,9 +114,24 @@ type K8sAppStatus struct {
 	PodsTotal int32 `json:"pods_total,omitempty"`
 	// +optional
 	PodsReady int32 `json:"pods_ready,omitempty"`
+	// PodsAvailable counts running Pods whose containers are all ready; PodsUnavailable the rest.
+	// +optional
+	PodsAvailable int32 `json:"pods_available,omitempty"`
+	// +optional
+	PodsUnavailable int32 `json:"pods_unavailable,omitempty"`
+	// PodsRestarts is the sum of the container restart counts of the app's Pods.
+	// +optional
+	PodsRestarts int32 `json:"pods_restarts,omitempty"`
 	// PodsStatusHash detects changes of the pod part of the payload.
 	// +optional
 	PodsStatusHash string `json:"pods_status_hash,omitempty"`
+	// PodsStatusUpdatedAt is when the pod part last changed.
+	// +optional
+	PodsStatusUpdatedAt *metav1.Time `json:"pods_status_updated_at,omitempty"`
+	// BlockLookup is the workspace/block the block ID was last looked up for
+	// ("organization/workspace/block"); a lookup runs again only when it changes.
+	// +optional
+	BlockLookup string `json:"block_lookup,omitempty"`
 	// Artifacts lists each distinct image with its pod count.
 	// +optional
 	Artifacts []K8sAppArtifact `json:"artifacts,omitempty"`
@@ -132,6 +147,8 @@ type K8sAppStatus struct {
 // +kubebuilder:printcolumn:name="Block",type=string,JSONPath=`.spec.block.name`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.block.version`
 // +kubebuilder:printcolumn:name="Artifacts",type=integer,JSONPath=`.status.artifact_count`
+// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=`.status.pods_ready`,priority=1
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type K8sApp struct {

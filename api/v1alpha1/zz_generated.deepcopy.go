@@ -1010,6 +1010,10 @@ func (in *K8sAppSpec) DeepCopy() *K8sAppSpec {
 func (in *K8sAppStatus) DeepCopyInto(out *K8sAppStatus) {
 	*out = *in
 	in.SyncStatus.DeepCopyInto(&out.SyncStatus)
+	if in.PodsStatusUpdatedAt != nil {
+		in, out := &in.PodsStatusUpdatedAt, &out.PodsStatusUpdatedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Artifacts != nil {
 		in, out := &in.Artifacts, &out.Artifacts
 		*out = make([]K8sAppArtifact, len(*in))

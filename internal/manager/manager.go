@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,6 +30,7 @@ import (
 
 	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/version"
 )
 
@@ -94,6 +97,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Pods and Secrets are watched cluster-wide (K8sApp discovery): Pods are
+			// cached stripped to what discovery reads, Secrets by metadata only (the
+			// content of a *.poly Secret is read on demand, never cached).
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}:    {Transform: kube.StripPod},
+				&corev1.Secret{}: {Transform: kube.StripMetadata},
+			},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,

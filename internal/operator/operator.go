@@ -24,6 +24,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
+	"github.com/polycrate/polycrate-operator/internal/controller/k8sapp"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
@@ -57,6 +58,9 @@ type Operator struct {
 	Sweep *discovery.Sweep
 	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
 	HTTPRoutes *discovery.HTTPRouteStarter
+	// Apps discovers K8sApps; AppSync syncs them to the API.
+	Apps    *k8sapp.Discovery
+	AppSync *apisync.Reconciler[*v1.K8sApp]
 }
 
 // Setup adds everything to the manager.
@@ -144,6 +148,19 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := discovery.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
 		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
 	}
+	// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs → /api/v1/kubernetes/apps/.
+	apps := &k8sapp.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, HTTPRoutes: op.HTTPRoutes.Started,
+		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery-k8sapp")}
+	if op.Apps, err = k8sapp.Setup(mgr, apps, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up K8sApp discovery: %w", err)
+	}
+	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
+	op.AppSync = &apisync.Reconciler[*v1.K8sApp]{Client: mgr.GetClient(), Adapter: apisync.K8sAppAdapter{PodDetails: apps.PodDetails}, Config: op.Config,
+		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
+	if err := op.AppSync.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up the K8sApp sync: %w", err)
+	}
+
 	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
 	if err := mgr.Add(op.Sweep); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ type K8sApp struct {
 	Block               *Ref       `json:"block"`
 	K8sCluster          *Ref       `json:"k8s_cluster"`
 	Namespace           *string    `json:"namespace"`
+	Active              bool       `json:"active"`
+	Source              *string    `json:"source"`
 	BYOA                bool       `json:"byoa"`
 	InstalledVersion    *string    `json:"installed_version"`
 	Installed           bool       `json:"installed"`
@@ -40,30 +42,34 @@ type K8sAppRow struct {
 // K8sAppRequest is K8sAppRequest (no required fields).
 type K8sAppRequest struct {
 	Common
-	Name                   string     `json:"name,omitempty"`
-	Kind                   string     `json:"kind,omitempty"`
-	Block                  *string    `json:"block,omitempty"`
-	K8sCluster             *string    `json:"k8s_cluster,omitempty"`
-	Namespace              *string    `json:"namespace,omitempty"`
-	BYOA                   bool       `json:"byoa"`
-	InstalledVersion       *string    `json:"installed_version,omitempty"`
-	Installed              bool       `json:"installed"`
-	Uninstalled            bool       `json:"uninstalled"`
-	InstallationRunning    bool       `json:"installation_running"`
-	InstallationFailed     bool       `json:"installation_failed"`
-	PodsTotal              int        `json:"pods_total"`
-	PodsReady              int        `json:"pods_ready"`
-	PodsAvailable          int        `json:"pods_available"`
-	PodsUnavailable        int        `json:"pods_unavailable"`
-	PodsRestartCountTotal  int        `json:"pods_restart_count_total"`
-	PodsDetails            any        `json:"pods_details,omitempty"`
-	PodsStatusHash         *string    `json:"pods_status_hash,omitempty"`
-	PodsStatusUpdatedAt    *time.Time `json:"pods_status_updated_at,omitempty"`
-	CreatedByComponent     string     `json:"created_by_component,omitempty"`
-	ManagedByObjectID      *string    `json:"managed_by_object_id,omitempty"`
-	UninstallationRunning  bool       `json:"uninstallation_running"`
-	UninstallationFailed   bool       `json:"uninstallation_failed"`
-	PodsRestartCountLastHr int        `json:"pods_restart_count_last_hour"`
+	Name                  string     `json:"name,omitempty"`
+	Kind                  string     `json:"kind,omitempty"`
+	Block                 *string    `json:"block,omitempty"`
+	K8sCluster            *string    `json:"k8s_cluster,omitempty"`
+	Namespace             *string    `json:"namespace,omitempty"`
+	Active                *bool      `json:"active,omitempty"`
+	Source                *string    `json:"source,omitempty"`
+	BYOA                  bool       `json:"byoa"`
+	InstalledVersion      *string    `json:"installed_version,omitempty"`
+	Installed             bool       `json:"installed"`
+	Uninstalled           bool       `json:"uninstalled"`
+	InstallationRunning   bool       `json:"installation_running"`
+	InstallationFailed    bool       `json:"installation_failed"`
+	PodsTotal             int        `json:"pods_total"`
+	PodsReady             int        `json:"pods_ready"`
+	PodsAvailable         int        `json:"pods_available"`
+	PodsUnavailable       int        `json:"pods_unavailable"`
+	PodsRestartCountTotal int        `json:"pods_restart_count_total"`
+	PodsDetails           any        `json:"pods_details,omitempty"`
+	PodsStatusHash        *string    `json:"pods_status_hash,omitempty"`
+	PodsStatusUpdatedAt   *time.Time `json:"pods_status_updated_at,omitempty"`
+	CreatedByComponent    string     `json:"created_by_component,omitempty"`
+	ManagedByObjectID     *string    `json:"managed_by_object_id,omitempty"`
+	UninstallationRunning bool       `json:"uninstallation_running"`
+	UninstallationFailed  bool       `json:"uninstallation_failed"`
+	// PodsRestartCountLastHr is not computed by the operator (it keeps no restart
+	// history) and therefore never sent.
+	PodsRestartCountLastHr int `json:"pods_restart_count_last_hour,omitempty"`
 }
 
 // K8sApps is /api/v1/kubernetes/apps/ (agent tokens may not delete).

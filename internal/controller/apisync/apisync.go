@@ -94,6 +94,20 @@ type Adapter[O client.Object] interface {
 	PhaseName(phase string) string
 }
 
+// Preparer is an optional Adapter part: work against the API before the payload
+// is built (e.g. resolving a linked object's id into status). It must not write
+// to the API and should cache what it found in the object's status.
+type Preparer[O client.Object] interface {
+	Prepare(ctx context.Context, c *polycrate.Client, obj O) error
+}
+
+// StatusTrigger is an optional Adapter part for kinds whose payload also comes from
+// status fields another controller writes: it names the status changes that need
+// a sync (the reconciler's own status writes must not).
+type StatusTrigger[O client.Object] interface {
+	NeedsSync(old, new O) bool
+}
+
 // ErrPermanent marks bad input: retrying unchanged fails again.
 var ErrPermanent = errors.New("invalid")
 
@@ -134,12 +148,13 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 	}
 
-	before := r.Adapter.GetState(obj)
-	beforeConds := append([]metav1.Condition{}, *r.Adapter.Conditions(obj)...)
+	before := obj.DeepCopyObject().(O)
 	res, err := r.sync(ctx, obj)
-	after := r.Adapter.GetState(obj)
-	if before != after || !equality.Semantic.DeepEqual(beforeConds, *r.Adapter.Conditions(obj)) {
-		if uerr := r.Client.Status().Update(ctx, obj); uerr != nil && !apierrors.IsNotFound(uerr) {
+	if !equality.Semantic.DeepEqual(before, obj) { // status is the only thing sync changes
+		// A merge patch of just what sync changed: another controller may own other
+		// status fields (K8sApp discovery writes the pod part), and a conflict here
+		// would lose a write the API already took.
+		if uerr := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
 			return reconcile.Result{}, errors.Join(err, uerr)
 		}
 	}
@@ -161,6 +176,11 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	case c == nil:
 		r.waiting(obj, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	if p, ok := r.Adapter.(Preparer[O]); ok {
+		if err := p.Prepare(ctx, c, obj); err != nil {
+			return r.apiError(obj, err)
+		}
 	}
 	payload, err := r.Adapter.Payload(obj, snap)
 	switch {
@@ -355,6 +375,14 @@ func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int)
 	if err := mgr.Add(&repair[O]{r: r}); err != nil {
 		return err
 	}
+	trigger := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	if t, ok := r.Adapter.(StatusTrigger[O]); ok {
+		trigger = predicate.Or[client.Object](trigger, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(O)
+			n, ok2 := e.ObjectNew.(O)
+			return ok1 && ok2 && t.NeedsSync(o, n)
+		}})
+	}
 	b := ctrl.ControllerManagedBy(mgr)
 	for _, rel := range r.Related {
 		b = b.Watches(rel.Object, handler.EnqueueRequestsFromMapFunc(rel.Map))
@@ -363,7 +391,7 @@ func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int)
 		Named("sync-"+r.Adapter.Name()).
 		// Spec and label changes (and deletion, which bumps the generation); never the
 		// reconciler's own status writes, which would re-send a refused request.
-		For(r.Adapter.New(), ctrl.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		For(r.Adapter.New(), ctrl.WithPredicates(trigger)).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options(maxConcurrent)).
 		Complete(r)

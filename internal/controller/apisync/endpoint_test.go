@@ -202,10 +202,14 @@ var _ = Describe("Endpoint sync", func() {
 		cluster, _ := op.Config.Get().LocalCluster()
 		app, err := apiClient().K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: "shop", Kind: "external", K8sCluster: &cluster})
 		Expect(err).NotTo(HaveOccurred())
-		cr := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}}
+		// The app's CR (written by hand here) is synced by the K8sApp sync, which
+		// adopts the API app of the same name in this cluster.
+		cr := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: v1.K8sAppSpec{Kind: "external"}}
 		Expect(k8s.Create(ctx, cr)).To(Succeed())
-		cr.Status.APIID = app.ID
-		Expect(k8s.Status().Update(ctx, cr)).To(Succeed())
+		Eventually(func() string {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+			return cr.Status.APIID
+		}, timeout, poll).Should(Equal(app.ID))
 		Eventually(func() string {
 			a, err := apiClient().Endpoints().Get(ctx, first.Status.APIID)
 			if err != nil || a.K8sApp == nil {

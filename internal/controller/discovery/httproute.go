@@ -147,6 +147,8 @@ type HTTPRouteStarter struct {
 	Mgr           manager.Manager
 	Reconciler    *SourceReconciler
 	MaxConcurrent int
+	// Also are further watches to start with HTTPRoute discovery (K8sApp claims).
+	Also []func() error
 
 	mu      sync.Mutex
 	started bool
@@ -181,6 +183,11 @@ func (s *HTTPRouteStarter) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if err := s.setupHTTPRoute(); err != nil {
 		return ctrl.Result{}, err
+	}
+	for _, also := range s.Also {
+		if err := also(); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	s.started = true
 	s.Reconciler.Log.Info("Gateway API found: HTTPRoute discovery started")

@@ -1,0 +1,538 @@
+// Package k8sapp discovers deployed apps and declares them as K8sApp CRs
+// (docs/k8sapps.md): from the Polycrate CLI's meta-Secrets, from Pods annotated
+// polycrate_k8sapp_name, and from Ingresses/HTTPRoutes that claim an app. One
+// reconcile handles one app key (namespace + app name) and weighs every source of
+// that key, so precedence (meta-Secret over claim over Pods) and cleanup are
+// decided in one place. The API side is apisync's K8sAppAdapter.
+package k8sapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/metasecret"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Discovery sources (spec.discovery_source and the discovery-source label).
+const (
+	SourceSecret    = "secret"
+	SourcePod       = "pod"
+	SourceIngress   = "ingress"
+	SourceHTTPRoute = "httproute"
+)
+
+// Event reasons.
+const (
+	ReasonInvalidMetaSecret = "InvalidMetaSecret"
+	ReasonAppConflict       = "K8sAppNameConflict"
+	ReasonDiscovered        = "Discovered"
+)
+
+// IndexPodApp indexes Pods by their polycrate_k8sapp_name annotation.
+const IndexPodApp = "polycrate.io/k8sapp-name"
+
+// OperatorAppName is never discovered: the agent owns the operator's own app record.
+const OperatorAppName = "polycrate-operator"
+
+// Reconciler declares one K8sApp per app key.
+type Reconciler struct {
+	Client client.Client // cached: Pods (stripped), Secrets (metadata), Ingresses, HTTPRoutes, K8sApps
+	Reader client.Reader // uncached: a meta-Secret's content, a ReplicaSet's owner
+	Config *opconfig.Store
+	// HTTPRoutes reports whether the Gateway API is served (HTTPRoute claims count then).
+	HTTPRoutes func() bool
+	Recorder   recorder.EventRecorder
+	Log        logr.Logger
+
+	metas     sync.Map // namespace/secret → parsedMeta, by resourceVersion
+	conflicts sync.Map // namespace/app → announced
+	written   sync.Map // namespace/app → writtenStatus, the last status part written
+}
+
+type writtenStatus struct {
+	uid types.UID
+	observed
+}
+
+type parsedMeta struct {
+	rv   string
+	meta *metasecret.Meta
+	err  error
+}
+
+// desired is what the sources say about one app.
+type desired struct {
+	source string
+	secret *metav1.PartialObjectMetadata
+	meta   *metasecret.Meta
+	byoa   bool
+	pods   []*corev1.Pod // the Pods its status counts
+}
+
+// Reconcile decides one app.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &v1.K8sApp{}
+	exists := true
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		exists = false
+	}
+	snap := r.Config.Get()
+	if snap == nil {
+		return ctrl.Result{}, nil // no OperatorConfig: nothing is discovered, nothing removed
+	}
+	var want *desired
+	if opconfig.Enabled(snap.Spec.AppDiscovery.Enabled) && snap.AppNamespaces().Allows(req.Namespace) && req.Name != OperatorAppName {
+		var err error
+		var keep bool
+		if want, keep, err = r.sources(ctx, snap, req.NamespacedName); err != nil {
+			return ctrl.Result{}, err
+		}
+		if keep {
+			return ctrl.Result{}, nil // a malformed meta-Secret: nothing created, nothing changed
+		}
+	}
+	if want == nil {
+		r.written.Delete(req.String())
+		if exists && app.Labels[v1.LabelDiscovered] == v1.LabelValueTrue && app.DeletionTimestamp.IsZero() {
+			r.Log.Info("K8sApp has no source any more; deleting it", "namespace", req.Namespace, "name", req.Name)
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, app))
+		}
+		return ctrl.Result{}, nil
+	}
+	if exists && app.Labels[v1.LabelDiscovered] != v1.LabelValueTrue {
+		return ctrl.Result{}, nil // a K8sApp a user wrote is never taken over
+	}
+	if exists && !app.DeletionTimestamp.IsZero() {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // being retired; declared again once gone
+	}
+	if !exists || r.changed(app, want) {
+		applied, err := r.apply(ctx, req.NamespacedName, want)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !exists {
+			r.Recorder.Eventf(applied, nil, corev1.EventTypeNormal, ReasonDiscovered, "Discover", "discovered from %s", describe(want))
+		}
+		app = applied
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, app, want)
+}
+
+// sources weighs the sources of one key: a meta-Secret wins, then an
+// Ingress/HTTPRoute claim, then annotated Pods (unless the name is used by Pods in
+// another namespace too). keep is true for a malformed meta-Secret.
+func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key types.NamespacedName) (*desired, bool, error) {
+	sec := &metav1.PartialObjectMetadata{}
+	sec.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: metasecret.SecretName(key.Name)}, sec)
+	switch {
+	case err == nil && sec.DeletionTimestamp.IsZero():
+		m, perr, err := r.readMeta(ctx, sec)
+		if err != nil {
+			return nil, false, err
+		}
+		if perr != nil {
+			return nil, true, nil
+		}
+		pods, err := r.pods(ctx, key.Namespace, "")
+		if err != nil {
+			return nil, false, err
+		}
+		return &desired{source: SourceSecret, secret: sec, meta: m, pods: pods}, false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, false, err
+	}
+	r.metas.Delete(key.String())
+
+	annotated, err := r.pods(ctx, key.Namespace, key.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	source, byoa, err := r.claims(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if source != "" {
+		return &desired{source: source, byoa: byoa, pods: annotated}, false, nil
+	}
+	if !opconfig.Enabled(snap.Spec.AppDiscovery.LabelDiscoveryEnabled) || len(counted(annotated)) == 0 {
+		r.conflicts.Delete(key.String())
+		return nil, false, nil
+	}
+	others, err := r.otherNamespaces(ctx, snap, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(others) > 0 {
+		r.announceConflict(ctx, key, annotated, others)
+		return nil, false, nil
+	}
+	r.conflicts.Delete(key.String())
+	return &desired{source: SourcePod, pods: annotated}, false, nil
+}
+
+// readMeta parses a meta-Secret, reading its content (uncached) only when its
+// resourceVersion changed; a malformed one gets a Warning event once per version.
+func (r *Reconciler) readMeta(ctx context.Context, sec *metav1.PartialObjectMetadata) (*metasecret.Meta, error, error) {
+	k := sec.Namespace + "/" + metasecret.AppName(sec.Name)
+	if v, ok := r.metas.Load(k); ok && v.(parsedMeta).rv == sec.ResourceVersion {
+		return v.(parsedMeta).meta, v.(parsedMeta).err, nil
+	}
+	full := &corev1.Secret{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(sec), full); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
+	}
+	m, perr := metasecret.Parse(full.Name, full.Data)
+	r.metas.Store(k, parsedMeta{rv: full.ResourceVersion, meta: m, err: perr})
+	if perr != nil {
+		ref := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID}}
+		r.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonInvalidMetaSecret, "Discover",
+			"meta-Secret %s/%s is malformed, no K8sApp is declared from it: %s", full.Namespace, full.Name, perr)
+		r.Log.Info("malformed meta-Secret; no K8sApp declared from it", "namespace", full.Namespace, "name", full.Name, "problem", perr.Error())
+	}
+	return m, perr, nil
+}
+
+// pods lists a namespace's Pods from the stripped cache: all of them, or those
+// annotated with an app name.
+func (r *Reconciler) pods(ctx context.Context, namespace, app string) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if app != "" {
+		opts = append(opts, client.MatchingFields{IndexPodApp: app})
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func counted(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if Counted(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// claimName is the app an Ingress or HTTPRoute claims (the annotation, or the
+// deprecated label endpoint discovery moves to it).
+func claimName(o client.Object) string {
+	if v := strings.TrimSpace(o.GetAnnotations()[annotations.K8sAppName]); v != "" {
+		return v
+	}
+	return o.GetLabels()[v1.LabelK8sAppNameDeprecated]
+}
+
+func byoaOf(o client.Object) bool {
+	return strings.EqualFold(strings.TrimSpace(o.GetAnnotations()[annotations.BYOA]), "true")
+}
+
+// claims looks for Ingresses and HTTPRoutes of the namespace claiming the app; an
+// HTTPRoute claim names the source (it wins a host over an Ingress too).
+func (r *Reconciler) claims(ctx context.Context, key types.NamespacedName) (string, bool, error) {
+	source, byoa := "", false
+	ings := &networkingv1.IngressList{}
+	if err := r.Client.List(ctx, ings, client.InNamespace(key.Namespace)); err != nil {
+		return "", false, err
+	}
+	for i := range ings.Items {
+		if o := &ings.Items[i]; o.DeletionTimestamp.IsZero() && claimName(o) == key.Name {
+			source, byoa = SourceIngress, byoa || byoaOf(o)
+		}
+	}
+	if r.HTTPRoutes != nil && r.HTTPRoutes() {
+		routes := &gatewayv1.HTTPRouteList{}
+		if err := r.Client.List(ctx, routes, client.InNamespace(key.Namespace)); err != nil {
+			return "", false, err
+		}
+		for i := range routes.Items {
+			if o := &routes.Items[i]; o.DeletionTimestamp.IsZero() && claimName(o) == key.Name {
+				source, byoa = SourceHTTPRoute, byoa || byoaOf(o)
+			}
+		}
+	}
+	return source, byoa, nil
+}
+
+// otherNamespaces are the other namespaces (discovery may see) with counted Pods
+// annotated with the same app name.
+func (r *Reconciler) otherNamespaces(ctx context.Context, snap *opconfig.Snapshot, key types.NamespacedName) ([]string, error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{IndexPodApp: key.Name}); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	filter := snap.AppNamespaces()
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Namespace != key.Namespace && !seen[p.Namespace] && filter.Allows(p.Namespace) && Counted(p) {
+			seen[p.Namespace] = true
+			out = append(out, p.Namespace)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// announceConflict puts a Warning event on each owner (Deployment, StatefulSet,
+// DaemonSet) of the namespace's annotated Pods, once per conflict.
+func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedName, pods []*corev1.Pod, others []string) {
+	msg := fmt.Sprintf("K8sApp %q is ignored: Pods in namespaces %s also carry polycrate_k8sapp_name=%s; use a distinct name per namespace",
+		key.Name, strings.Join(append([]string{key.Namespace}, others...), ", "), key.Name)
+	if prev, ok := r.conflicts.Load(key.String()); ok && prev.(string) == msg {
+		return
+	}
+	r.conflicts.Store(key.String(), msg)
+	r.Log.Info("K8sApp name conflict across namespaces; the app is ignored", "namespace", key.Namespace, "name", key.Name, "others", others)
+	done := map[string]bool{}
+	for _, p := range counted(pods) {
+		owner := r.topOwner(ctx, p)
+		if owner == nil || done[owner.GetObjectKind().GroupVersionKind().Kind+"/"+owner.GetName()] {
+			continue
+		}
+		done[owner.GetObjectKind().GroupVersionKind().Kind+"/"+owner.GetName()] = true
+		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, ReasonAppConflict, "Discover", "%s", msg)
+	}
+}
+
+// topOwner is the workload that owns a Pod (a ReplicaSet's Deployment).
+func (r *Reconciler) topOwner(ctx context.Context, p *corev1.Pod) client.Object {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	meta := metav1.ObjectMeta{Name: ref.Name, Namespace: p.Namespace, UID: ref.UID}
+	switch ref.Kind {
+	case "StatefulSet":
+		return withKind(&appsv1.StatefulSet{ObjectMeta: meta}, "StatefulSet")
+	case "DaemonSet":
+		return withKind(&appsv1.DaemonSet{ObjectMeta: meta}, "DaemonSet")
+	case "Deployment":
+		return withKind(&appsv1.Deployment{ObjectMeta: meta}, "Deployment")
+	case "ReplicaSet":
+		rs := &metav1.PartialObjectMetadata{}
+		rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+		if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, rs); err != nil {
+			return nil
+		}
+		if d := metav1.GetControllerOf(rs); d != nil && d.Kind == "Deployment" {
+			return withKind(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: p.Namespace, UID: d.UID}}, "Deployment")
+		}
+	}
+	return nil
+}
+
+func withKind[T client.Object](o T, kind string) T {
+	o.GetObjectKind().SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind))
+	return o
+}
+
+func describe(d *desired) string {
+	switch d.source {
+	case SourceSecret:
+		return "meta-Secret " + d.secret.Name
+	case SourcePod:
+		return "Pods annotated " + annotations.K8sAppName
+	default:
+		return "an " + d.source + " claim (" + annotations.K8sAppName + ")"
+	}
+}
+
+// spec is the K8sApp the sources declare: spec, labels and owner.
+func (r *Reconciler) spec(key types.NamespacedName, d *desired) (v1.K8sAppSpec, map[string]string, []metav1.OwnerReference) {
+	labels := map[string]string{v1.LabelDiscovered: v1.LabelValueTrue, v1.LabelOperatorDiscovered: v1.LabelValueTrue,
+		v1.LabelK8sAppDiscoverySource: d.source}
+	spec := v1.K8sAppSpec{Kind: "external", DiscoverySource: d.source, BYOA: d.byoa && (d.source == SourceIngress || d.source == SourceHTTPRoute)}
+	var owners []metav1.OwnerReference
+	if m := d.meta; m != nil {
+		b := m.Block
+		spec.Kind = b.Kind
+		spec.Block = v1.K8sAppBlock{Name: b.Name, DisplayName: b.DisplayName, Version: b.Version, AppVersion: b.AppVersion,
+			From: b.From, Type: b.Type, Flavor: b.Flavor}
+		if b.Chart != nil {
+			spec.Block.Chart = &v1.K8sAppChart{Name: b.Chart.Name, Version: b.Chart.Version, RepoURL: b.Chart.RepoURL}
+		}
+		spec.Workspace = v1.K8sAppWorkspace{Name: m.Workspace.Name, Organization: m.Workspace.Organization}
+		t := metav1.NewTime(m.Action.LastExecutedAt.UTC())
+		spec.Action = v1.K8sAppAction{Name: m.Action.Name, Status: m.Action.Status, LastExecutedAt: &t}
+		for k, v := range map[string]string{v1.LabelK8sAppBlock: b.Name, v1.LabelK8sAppKind: b.Kind, v1.LabelK8sAppType: b.Type} {
+			if labelValue.MatchString(v) {
+				labels[k] = v
+			}
+		}
+		owners = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: d.secret.Name, UID: d.secret.UID}}
+	}
+	return spec, labels, owners
+}
+
+var labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// changed reports whether the CR differs from what its sources declare.
+func (r *Reconciler) changed(app *v1.K8sApp, d *desired) bool {
+	spec, labels, owners := r.spec(client.ObjectKeyFromObject(app), d)
+	for k, v := range labels {
+		if app.Labels[k] != v {
+			return true
+		}
+	}
+	for _, k := range []string{v1.LabelK8sAppBlock, v1.LabelK8sAppKind, v1.LabelK8sAppType} {
+		if _, want := labels[k]; !want && app.Labels[k] != "" {
+			return true
+		}
+	}
+	if len(owners) == 0 && len(app.OwnerReferences) > 0 {
+		return true
+	}
+	if len(owners) > 0 && (len(app.OwnerReferences) != 1 || app.OwnerReferences[0].UID != owners[0].UID) {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(app.Spec, spec)
+}
+
+// apply declares the CR with server-side apply (the operator's one field manager).
+func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, d *desired) (*v1.K8sApp, error) {
+	spec, labels, owners := r.spec(key, d)
+	obj := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: labels, OwnerReferences: owners}, Spec: spec}
+	obj.SetGroupVersionKind(v1.GroupVersion.WithKind("K8sApp"))
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.FieldOwner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	out := &v1.K8sApp{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// observed is the part of a K8sApp's status discovery owns; the sync part belongs
+// to apisync. It is written as a whole (a merge patch naming every field), so a
+// stale cache can never leave an old value behind.
+type observed struct {
+	Installed           bool                `json:"installed"`
+	InstallationRunning bool                `json:"installation_running"`
+	InstallationFailed  bool                `json:"installation_failed"`
+	Uninstalled         bool                `json:"uninstalled"`
+	State               string              `json:"state"`
+	PodsTotal           int32               `json:"pods_total"`
+	PodsReady           int32               `json:"pods_ready"`
+	PodsAvailable       int32               `json:"pods_available"`
+	PodsUnavailable     int32               `json:"pods_unavailable"`
+	PodsRestarts        int32               `json:"pods_restarts"`
+	PodsStatusHash      string              `json:"pods_status_hash"`
+	PodsStatusUpdatedAt *metav1.Time        `json:"pods_status_updated_at"`
+	Artifacts           []v1.K8sAppArtifact `json:"artifacts"`
+	ArtifactCount       int32               `json:"artifact_count"`
+}
+
+func observedOf(st *v1.K8sAppStatus) observed {
+	return observed{Installed: st.Installed, InstallationRunning: st.InstallationRunning, InstallationFailed: st.InstallationFailed,
+		Uninstalled: st.Uninstalled, State: st.State, PodsTotal: st.PodsTotal, PodsReady: st.PodsReady, PodsAvailable: st.PodsAvailable,
+		PodsUnavailable: st.PodsUnavailable, PodsRestarts: st.PodsRestarts, PodsStatusHash: st.PodsStatusHash,
+		PodsStatusUpdatedAt: st.PodsStatusUpdatedAt, Artifacts: st.Artifacts, ArtifactCount: st.ArtifactCount}
+}
+
+// writeStatus writes the observed part of the status when it changed. "Changed"
+// is judged against what this process last wrote for the app (the cache may not
+// show that write yet), else against the cached object.
+func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired) error {
+	sum := Summarize(d.pods)
+	inst := metasecret.Installation{Installed: true} // an external app is there while its sources are
+	if d.meta != nil {
+		inst = metasecret.InstallationOf(d.meta.Action)
+	}
+	key := client.ObjectKeyFromObject(app).String()
+	prev := observedOf(&app.Status)
+	if v, ok := r.written.Load(key); ok && v.(writtenStatus).uid == app.UID {
+		prev = v.(writtenStatus).observed
+	}
+	next := observed{Installed: inst.Installed, InstallationRunning: inst.Running, InstallationFailed: inst.Failed, Uninstalled: inst.Uninstalled,
+		State: sum.State, PodsTotal: sum.Total, PodsReady: sum.Ready, PodsAvailable: sum.Available, PodsUnavailable: sum.Unavailable,
+		PodsRestarts: sum.Restarts, PodsStatusHash: sum.Hash, PodsStatusUpdatedAt: prev.PodsStatusUpdatedAt,
+		Artifacts: sum.Artifacts, ArtifactCount: int32(len(sum.Artifacts))}
+	if next.PodsStatusHash != prev.PodsStatusHash || next.PodsStatusUpdatedAt == nil {
+		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		next.PodsStatusUpdatedAt = &now
+	}
+	if equality.Semantic.DeepEqual(prev, next) {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"status": next})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, app, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.written.Store(key, writtenStatus{uid: app.UID, observed: next})
+	return nil
+}
+
+// PodDetails is the API's pods_details of an app: the counted Pods its status
+// describes (every Pod of the namespace for a meta-Secret app, the annotated ones
+// otherwise), from the stripped cache.
+func (r *Reconciler) PodDetails(ctx context.Context, app *v1.K8sApp) any {
+	name := app.Name
+	if app.Spec.DiscoverySource == SourceSecret {
+		name = ""
+	}
+	pods, err := r.pods(ctx, app.Namespace, name)
+	if err != nil {
+		return nil
+	}
+	details := Summarize(pods).Details
+	if details == nil {
+		details = []PodDetail{}
+	}
+	return details
+}

@@ -1,0 +1,205 @@
+package k8sapp
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/kube"
+	"github.com/polycrate/polycrate-operator/internal/metasecret"
+)
+
+// Discovery is the wired K8sApp discovery: the controller, its wake channel and
+// the stale sweep.
+type Discovery struct {
+	R    *Reconciler
+	mgr  manager.Manager
+	ctrl crcontroller.Controller
+	wake chan event.GenericEvent
+}
+
+// Setup wires K8sApp discovery: the Pod index, watches on K8sApps, meta-Secrets
+// (metadata only), Pods (stripped) and Ingresses, a full pass on configuration
+// changes and the periodic stale sweep (app_discovery.stale_cleanup_minutes).
+func Setup(mgr manager.Manager, r *Reconciler, maxConcurrent int) (*Discovery, error) {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodApp, func(o client.Object) []string {
+		if v := o.GetAnnotations()[kube.PodAnnotationK8sAppName]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	d := &Discovery{R: r, mgr: mgr, wake: make(chan event.GenericEvent, 1024)}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	c, err := builder.ControllerManagedBy(mgr).
+		Named("discovery-k8sapp").
+		For(&v1.K8sApp{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(secret, handler.EnqueueRequestsFromMapFunc(secretToApp), builder.OnlyMetadata,
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return metasecret.IsMetaSecret(o.GetName()) }))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(d.podToApps)).
+		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(claimToApp)).
+		WatchesRawSource(source.Channel(d.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options(maxConcurrent)).
+		Build(r)
+	if err != nil {
+		return nil, err
+	}
+	d.ctrl = c
+	configChanged := r.Config.Subscribe()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-configChanged:
+				d.All(ctx)
+			}
+		}
+	})); err != nil {
+		return nil, err
+	}
+	return d, mgr.Add(&sweep{d: d})
+}
+
+// WatchHTTPRoutes adds HTTPRoute claims once the Gateway API is served.
+func (d *Discovery) WatchHTTPRoutes() error {
+	return d.ctrl.Watch(source.Kind(d.mgr.GetCache(), client.Object(&gatewayv1.HTTPRoute{}), handler.EnqueueRequestsFromMapFunc(claimToApp)))
+}
+
+func secretToApp(_ context.Context, o client.Object) []reconcile.Request {
+	if !metasecret.IsMetaSecret(o.GetName()) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: metasecret.AppName(o.GetName())}}}
+}
+
+// claimToApp maps an Ingress or HTTPRoute to the app it claims (old and new
+// objects of an update both map, so a changed claim re-decides both apps).
+func claimToApp(_ context.Context, o client.Object) []reconcile.Request {
+	if name := claimName(o); name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	return nil
+}
+
+// podToApps: an annotated Pod maps to its app in every namespace that uses the
+// name (a conflict starts or ends there too); any Pod maps to the meta-Secret
+// apps of its namespace, whose status counts every Pod.
+func (d *Discovery) podToApps(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	if name := o.GetAnnotations()[kube.PodAnnotationK8sAppName]; name != "" {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		list := &corev1.PodList{}
+		if err := d.R.Client.List(ctx, list, client.MatchingFields{IndexPodApp: name}); err == nil {
+			seen := map[string]bool{o.GetNamespace(): true}
+			for _, p := range list.Items {
+				if !seen[p.Namespace] {
+					seen[p.Namespace] = true
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: name}})
+				}
+			}
+		}
+	}
+	apps := &v1.K8sAppList{}
+	if err := d.R.Client.List(ctx, apps, client.InNamespace(o.GetNamespace()), client.MatchingLabels{v1.LabelK8sAppDiscoverySource: SourceSecret}); err == nil {
+		for _, a := range apps.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+		}
+	}
+	return out
+}
+
+// All queues every app key any source or CR names (after a configuration change,
+// and by the stale sweep).
+func (d *Discovery) All(ctx context.Context) {
+	keys := map[types.NamespacedName]bool{}
+	c := d.R.Client
+	apps := &v1.K8sAppList{}
+	if err := c.List(ctx, apps); err == nil {
+		for _, a := range apps.Items {
+			keys[client.ObjectKeyFromObject(&a)] = true
+		}
+	}
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := c.List(ctx, secrets); err == nil {
+		for _, s := range secrets.Items {
+			for _, r := range secretToApp(ctx, &s) {
+				keys[r.NamespacedName] = true
+			}
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods); err == nil {
+		for _, p := range pods.Items {
+			if name := p.Annotations[kube.PodAnnotationK8sAppName]; name != "" {
+				keys[types.NamespacedName{Namespace: p.Namespace, Name: name}] = true
+			}
+		}
+	}
+	ings := &networkingv1.IngressList{}
+	if err := c.List(ctx, ings); err == nil {
+		for i := range ings.Items {
+			for _, r := range claimToApp(ctx, &ings.Items[i]) {
+				keys[r.NamespacedName] = true
+			}
+		}
+	}
+	if d.R.HTTPRoutes != nil && d.R.HTTPRoutes() {
+		routes := &gatewayv1.HTTPRouteList{}
+		if err := c.List(ctx, routes); err == nil {
+			for i := range routes.Items {
+				for _, r := range claimToApp(ctx, &routes.Items[i]) {
+					keys[r.NamespacedName] = true
+				}
+			}
+		}
+	}
+	for k := range keys {
+		select {
+		case d.wake <- event.GenericEvent{Object: &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sweep re-decides every app periodically: a safety net for sources that went
+// while the operator was not watching (seed 002 "Stale-Sweep").
+type sweep struct{ d *Discovery }
+
+func (s *sweep) NeedLeaderElection() bool { return true }
+
+func (s *sweep) Start(ctx context.Context) error {
+	for {
+		wait := 10 * time.Minute
+		if snap := s.d.R.Config.Get(); snap != nil && snap.Spec.AppDiscovery.StaleCleanupMinutes > 0 {
+			wait = time.Duration(snap.Spec.AppDiscovery.StaleCleanupMinutes) * time.Minute
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+			s.d.All(ctx)
+		}
+	}
+}
