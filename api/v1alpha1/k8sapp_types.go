@@ -147,7 +147,8 @@ type K8sAppStatus struct {
 // +kubebuilder:printcolumn:name="Block",type=string,JSONPath=`.spec.block.name`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.block.version`
 // +kubebuilder:printcolumn:name="Artifacts",type=integer,JSONPath=`.status.artifact_count`
-// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=`.status.pods_ready`,priority=1
+// +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.pods_total`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.pods_ready`,priority=1
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -450,7 +450,8 @@ var Table = []*Resource{
 			F("installed", Bool, ro), F("installed_version", String, ro, null), F("update_needed", Bool, ro)),
 		Scope: ScopeWorkspace, SoftDelete: true,
 		NaturalKey: []string{"name"},
-		Filters:    map[string]string{"name_exact": "name", "kind": "kind", "version": "version", "registry_url": "registry_url"},
+		Filters: map[string]string{"name_exact": "name", "kind": "kind", "version": "version", "registry_url": "registry_url",
+			"workspaces": "workspace.id"},
 		ListFields: []string{"kind", "version"},
 	},
 	{

@@ -336,6 +336,10 @@ func TestResourceRoundTrips(t *testing.T) {
 		if b := must(c.FindBlock(ctx, "nginx-ingress", ws.ID)); b == nil || *b.Version != "1.2.0" {
 			t.Fatalf("block %+v", b)
 		}
+		// The workspaces filter: a block of another workspace id is not found.
+		if b := must(c.FindBlock(ctx, "nginx-ingress", "00000000-0000-4000-8000-000000000000")); b != nil {
+			t.Fatalf("block of another workspace: %+v", b)
+		}
 		cfg := must(c.GetSystemConfig(ctx))
 		if cfg.DefaultS3BucketCluster == "" || *cfg.OperatorBlockVersion != "0.1.0" {
 			t.Fatalf("config %+v", cfg)
