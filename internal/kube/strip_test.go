@@ -22,9 +22,9 @@ func realisticPod(i int) *corev1.Pod {
 			Name: fmt.Sprintf("shop-frontend-7d9f8c6b5-%05d", i), Namespace: "shop", UID: "9d1c0f7e-1b7a-4c4e-9f64-3e5a8f6b2c10",
 			ResourceVersion: "123456789", Labels: map[string]string{"pod-template-hash": "7d9f8c6b5"},
 			Annotations: map[string]string{
-				PodAnnotationK8sAppName: "shop",
+				PodAnnotationK8sAppName:                            "shop",
 				"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 3000),
-				"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+				"prometheus.io/scrape":                             "true", "prometheus.io/port": "9090",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "shop-frontend-7d9f8c6b5",
 				UID: "0b3f4a2e-8c1d-4e5f-9a6b-7c8d9e0f1a2b", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,11 +106,18 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 		saKubeconfig = filepath.Join(workDir, "sa.kubeconfig")
 		writeKubeconfig(sa.Config(), saKubeconfig)
 
-		// The ServiceAccount is not an admin: least privilege holds.
+		// The ServiceAccount is not an admin: least privilege holds. It reads Secrets
+		// (K8sApp discovery watches *.poly meta-Secrets cluster-wide, docs/k8sapps.md)
+		// but may not write or delete one outside what it owns.
 		saClient, err := client.New(sa.Config(), client.Options{Scheme: testutil.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		err = saClient.List(ctx, &corev1.SecretList{})
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may list every Secret: %v", err)
+		Expect(saClient.List(ctx, &corev1.SecretList{})).To(Succeed())
+		err = saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may create any Secret: %v", err)
+		err = saClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may delete Secrets: %v", err)
+		err = saClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "planted"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may create namespaces: %v", err)
 	})
 
 	It("runs as its ServiceAccount with leader election, is healthy, and stops cleanly on SIGTERM", func() {

@@ -61,7 +61,9 @@ var _ = Describe("K8sApps from meta-Secrets", func() {
 			v1.K8sAppArtifact{Name: "cargo-ayedo-cloud-library-nginx-1-25-3", Image: "cargo.ayedo.cloud/library/nginx:1.25.3", PodCount: 2}))
 
 		// The API app: the seed's block linked, kind, namespace, version, pods.
-		block, err := apiClient().FindBlock(ctx, "nginx-ingress", "")
+		ws, err := apiClient().FindWorkspace(ctx, "production", "acme-corp")
+		Expect(err).NotTo(HaveOccurred())
+		block, err := apiClient().FindBlock(ctx, "nginx-ingress", ws.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(block).NotTo(BeNil())
 		Expect(meta.IsStatusConditionTrue(a.Status.Conditions, apisync.ConditionBlockLinked)).To(BeTrue())
