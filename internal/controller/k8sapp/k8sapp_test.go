@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -363,5 +364,49 @@ var _ = Describe("K8sApp sync across a restart", func() {
 			Expect(a.ResourceVersion).To(Equal(rvs[a.Name]), "K8sApp %s was written after the restart:\nbefore %+v\nafter  %+v", a.Name, before[a.Name], a)
 		}
 		Expect(api.Collisions()).To(BeEmpty())
+	})
+})
+
+var _ = Describe("K8sApp discovery across configuration changes and downtime", func() {
+	updateOC := func(change func(*v1.OperatorConfig)) {
+		GinkgoHelper()
+		Eventually(func() error {
+			oc := &v1.OperatorConfig{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "default"}, oc); err != nil {
+				return err
+			}
+			change(oc)
+			return k8s.Update(ctx, oc)
+		}, timeout, poll).Should(Succeed())
+	}
+
+	It("removes Pod-sourced apps when label discovery is turned off and brings them back when it is on again", func() {
+		ns := freshNamespace()
+		rs := workload(ns, "toggled")
+		pod(ns, "toggled-0", podOpts{app: "toggled", owner: rsOwner(rs), ready: true})
+		Expect(k8s.Create(ctx, metaSecret(ns, "kept", metaDoc("kept", "helm", "production", "install", "success")))).To(Succeed())
+		synced(ns, "toggled")
+		synced(ns, "kept")
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.AppDiscovery.LabelDiscoveryEnabled = ptr.To(false) })
+		gone(ns, "toggled")
+		absent(ns, "toggled")
+		app(ns, "kept", nil) // meta-Secret apps stay
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.AppDiscovery.LabelDiscoveryEnabled = ptr.To(true) })
+		synced(ns, "toggled")
+	})
+
+	It("deletes the app of a meta-Secret deleted while the operator was stopped", func() {
+		ns := freshNamespace()
+		sec := metaSecret(ns, "ephemeral", metaDoc("ephemeral", "helm", "production", "install", "success"))
+		Expect(k8s.Create(ctx, sec)).To(Succeed())
+		a, _ := synced(ns, "ephemeral")
+		Expect(oe.StopOperator()).To(Succeed())
+		Expect(k8s.Delete(ctx, sec)).To(Succeed())
+		Expect(oe.StartOperator()).To(Succeed())
+		gone(ns, "ephemeral")
+		apiApp(a.Status.APIID, func(g Gomega, r *polycrate.K8sApp) {
+			g.Expect(r.Active).To(BeFalse())
+			g.Expect(r.Uninstalled).To(BeTrue())
+		})
 	})
 })
