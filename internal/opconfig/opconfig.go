@@ -100,9 +100,23 @@ func (s *Snapshot) CertificateNamespaces() NamespaceFilter {
 // Store holds the current snapshot (nil while there is no OperatorConfig) and
 // tells subscribers when it changes.
 type Store struct {
-	cur  atomic.Pointer[Snapshot]
-	mu   sync.Mutex
-	subs []chan struct{}
+	cur    atomic.Pointer[Snapshot]
+	loaded atomic.Bool
+	mu     sync.Mutex
+	subs   []chan struct{}
+}
+
+// Loaded reports whether the OperatorConfig has been read once since start (or
+// found absent). Before that a nil snapshot means "not known yet", not "no
+// OperatorConfig": controllers wait instead of withdrawing what they made.
+func (s *Store) Loaded() bool { return s.loaded.Load() }
+
+// MarkLoaded records that the OperatorConfig was found absent at start, without
+// touching the snapshot, and notifies subscribers.
+func (s *Store) MarkLoaded() {
+	if !s.loaded.Swap(true) {
+		s.notify()
+	}
 }
 
 // Get returns the current snapshot; nil means no OperatorConfig: discover nothing.
@@ -111,6 +125,11 @@ func (s *Store) Get() *Snapshot { return s.cur.Load() }
 // Set publishes a snapshot (nil withdraws it) and notifies subscribers.
 func (s *Store) Set(snap *Snapshot) {
 	s.cur.Store(snap)
+	s.loaded.Store(true)
+	s.notify()
+}
+
+func (s *Store) notify() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.subs {

@@ -96,3 +96,31 @@ func TestLocalClusterGate(t *testing.T) {
 		t.Fatalf("got %q, %v", id, err)
 	}
 }
+
+func TestStoreLoaded(t *testing.T) {
+	var s Store
+	ch := s.Subscribe()
+	if s.Loaded() || s.Get() != nil {
+		t.Fatal("a new store is loaded")
+	}
+	s.MarkLoaded()
+	if !s.Loaded() || s.Get() != nil {
+		t.Fatal("MarkLoaded did not mark, or set a snapshot")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("MarkLoaded did not notify")
+	}
+	s.MarkLoaded() // once only
+	select {
+	case <-ch:
+		t.Fatal("a second MarkLoaded notified")
+	default:
+	}
+	var s2 Store
+	s2.Set(nil)
+	if !s2.Loaded() {
+		t.Fatal("Set(nil) does not count as loaded")
+	}
+}

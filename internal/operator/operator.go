@@ -175,6 +175,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		switch {
 		case apierrors.IsNotFound(err):
 			log.Info("no OperatorConfig: the operator discovers nothing until one exists", "namespace", o.Namespace, "name", v1.DefaultOperatorConfigName)
+			op.Config.MarkLoaded()
 		case err != nil:
 			log.Error(err, "cannot read the OperatorConfig", "namespace", o.Namespace)
 		}

@@ -108,6 +108,10 @@ type StatusTrigger[O client.Object] interface {
 	NeedsSync(old, new O) bool
 }
 
+// ErrNotConnected is what a Preparer returns when it needs the API and there is no
+// connection yet.
+var ErrNotConnected = errors.New("not connected to the Polycrate API")
+
 // ErrPermanent marks bad input: retrying unchanged fails again.
 var ErrPermanent = errors.New("invalid")
 
@@ -166,19 +170,24 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	st := r.Adapter.GetState(obj)
 	snap := r.Config.Get()
 	c := r.Conn.Client()
+	notConnected := func() (reconcile.Result, error) {
+		r.waiting(obj, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	}
 	switch {
+	case snap == nil && !r.Config.Loaded():
+		return reconcile.Result{}, nil // just started: the configuration change wakes every object
 	case snap == nil:
 		r.waiting(obj, v1.ReasonOperatorConfigMissing, "no OperatorConfig: nothing is synced to the Polycrate API")
 		return reconcile.Result{}, nil
 	case !opconfig.Enabled(snap.Spec.APISync.Enabled):
 		r.waiting(obj, v1.ReasonDisabled, "api_sync.enabled is false")
 		return reconcile.Result{}, nil
-	case c == nil:
-		r.waiting(obj, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if p, ok := r.Adapter.(Preparer[O]); ok {
-		if err := p.Prepare(ctx, c, obj); err != nil {
+		if err := p.Prepare(ctx, c, obj); errors.Is(err, ErrNotConnected) {
+			return notConnected()
+		} else if err != nil {
 			return r.apiError(obj, err)
 		}
 	}
@@ -195,8 +204,11 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	_, missing := r.missing.Load(st.APIID)
 
 	if st.APIID != "" && hash == st.ConfigHash && !missing {
-		r.synced(obj, st, hash, false) // nothing changed: no API call
+		r.synced(obj, st, hash, false) // nothing changed: no API call (also while not connected)
 		return reconcile.Result{}, nil
+	}
+	if c == nil {
+		return notConnected()
 	}
 	id := st.APIID
 	if id != "" {

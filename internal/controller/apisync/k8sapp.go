@@ -262,6 +262,9 @@ func (K8sAppAdapter) Prepare(ctx context.Context, c *polycrate.Client, app *v1.K
 			return nil
 		}
 	}
+	if c == nil {
+		return ErrNotConnected
+	}
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionBlockLinked, Status: status, Reason: reason,
 			Message: msg, ObservedGeneration: app.Generation})

@@ -67,6 +67,9 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	snap := r.Config.Get()
+	if snap == nil && !r.Config.Loaded() {
+		return ctrl.Result{}, nil // just started: the configuration change re-queues every source
+	}
 	selected, hosts := false, []Host(nil)
 	if obj.GetDeletionTimestamp().IsZero() && snap != nil && opconfig.Enabled(snap.Spec.EndpointDiscovery.Enabled) &&
 		snap.EndpointNamespaces().Allows(obj.GetNamespace()) && annotations.Selected(snap.Spec.EndpointDiscovery.Mode, obj.GetAnnotations()) {
