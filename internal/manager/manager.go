@@ -28,6 +28,9 @@ import (
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+
 	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/kube"
@@ -72,6 +75,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(polycratev1alpha1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
+	utilruntime.Must(certmanagerv1.AddToScheme(s))
+	utilruntime.Must(velerov1.AddToScheme(s))
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	k8sdiscovery "k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -23,6 +24,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
+	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8sapp"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
@@ -58,6 +60,12 @@ type Operator struct {
 	Sweep *discovery.Sweep
 	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
 	HTTPRoutes *discovery.HTTPRouteStarter
+	// Gate starts the controllers of third-party kinds while their CRDs are served.
+	Gate *crdgate.Gate
+	// Inventory are the inventory mirrors' reconcilers, by name (tests run their passes).
+	Inventory map[string]interface{ All(context.Context, client.Client) }
+	// InventorySync syncs the inventory kinds, by kind.
+	InventorySync map[string]interface{ Repair(context.Context) }
 	// Apps discovers K8sApps; AppSync syncs them to the API.
 	Apps    *k8sapp.Discovery
 	AppSync *apisync.Reconciler[*v1.K8sApp]
@@ -144,7 +152,8 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := discovery.SetupIngress(mgr, newSource(ingress, route), o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up Ingress discovery: %w", err)
 	}
-	op.HTTPRoutes = &discovery.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles}
+	op.Gate = &crdgate.Gate{Mgr: mgr, Log: mgr.GetLogger().WithName("crd-gate")}
+	op.HTTPRoutes = &discovery.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles, Gate: op.Gate}
 	if err := discovery.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
 		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
 	}
@@ -159,6 +168,15 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
 	if err := op.AppSync.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the K8sApp sync: %w", err)
+	}
+
+	// The inventory: Nodes, PVs, Velero/CNPG backups and schedules, cert-manager
+	// Certificates → their CRs → the API.
+	if err := setupInventory(mgr, op, o); err != nil {
+		return nil, err
+	}
+	if err := op.Gate.Setup(); err != nil {
+		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
 	}
 
 	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}

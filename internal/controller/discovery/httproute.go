@@ -2,19 +2,14 @@ package discovery
 
 import (
 	"context"
-	"sync"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -22,6 +17,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
@@ -140,64 +136,31 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// HTTPRouteStarter starts HTTPRoute discovery once the Gateway-API CRD exists —
-// at start or whenever it is installed later, without a restart. It watches CRDs
-// by metadata only (their schemas are large).
+// HTTPRouteStarter runs HTTPRoute discovery while the Gateway-API CRD is served
+// (crdgate): started without a restart when it is installed later, quiet while it
+// is gone.
 type HTTPRouteStarter struct {
 	Mgr           manager.Manager
 	Reconciler    *SourceReconciler
 	MaxConcurrent int
-	// Also are further watches to start with HTTPRoute discovery (K8sApp claims).
+	Gate          *crdgate.Gate
+	// Also are further watches to start with HTTPRoute discovery (K8sApp claims);
+	// each is called again when the CRD returns.
 	Also []func() error
 
-	mu      sync.Mutex
-	started bool
+	ctrl crcontroller.Controller
 }
 
 // Started reports whether HTTPRoute discovery runs.
-func (s *HTTPRouteStarter) Started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.started
-}
+func (s *HTTPRouteStarter) Started() bool { return s.Gate.Active(HTTPRouteCRD) }
 
-// Reconcile is called for the HTTPRoute CRD.
-func (s *HTTPRouteStarter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return ctrl.Result{}, nil
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := s.Mgr.GetAPIReader().Get(ctx, req.NamespacedName, crd); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	established := false
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			established = true
-		}
-	}
-	if !established {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	if err := s.setupHTTPRoute(); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, also := range s.Also {
-		if err := also(); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	s.started = true
-	s.Reconciler.Log.Info("Gateway API found: HTTPRoute discovery started")
-	return ctrl.Result{}, nil
-}
-
-func (s *HTTPRouteStarter) setupHTTPRoute() error {
+// start builds the controller the first time; every time it (re)adds the watches.
+func (s *HTTPRouteStarter) start(first bool) error {
 	mgr, r := s.Mgr, s.Reconciler
-	wake := make(chan event.GenericEvent, 1024)
 	list := func(ctx context.Context) ([]client.Object, error) {
+		if !s.Started() {
+			return nil, nil
+		}
 		l := &gatewayv1.HTTPRouteList{}
 		if err := mgr.GetClient().List(ctx, l); err != nil {
 			return nil, err
@@ -208,8 +171,22 @@ func (s *HTTPRouteStarter) setupHTTPRoute() error {
 		}
 		return out, nil
 	}
-	if err := requeueOnConfigChange(mgr, r.Config, wake, list); err != nil {
-		return err
+	if first {
+		r.Active = s.Started
+		wake := make(chan event.GenericEvent, 1024)
+		if err := requeueOnConfigChange(mgr, r.Config, wake, list); err != nil {
+			return err
+		}
+		c, err := ctrl.NewControllerManagedBy(mgr).
+			Named("discovery-httproute").
+			Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
+			WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+			WithOptions(controller.Options(s.MaxConcurrent)).
+			Build(r)
+		if err != nil {
+			return err
+		}
+		s.ctrl = c
 	}
 	// A Gateway is never a source: its change re-queues the routes attached to it.
 	gatewayToRoutes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -229,24 +206,23 @@ func (s *HTTPRouteStarter) setupHTTPRoute() error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("discovery-httproute").
-		For(&gatewayv1.HTTPRoute{}).
-		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
-		Watches(&gatewayv1.Gateway{}, gatewayToRoutes).
-		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options(s.MaxConcurrent)).
-		Complete(r)
+	if err := s.ctrl.Watch(source.Kind(mgr.GetCache(), client.Object(&gatewayv1.HTTPRoute{}), &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	if err := s.ctrl.Watch(source.Kind(mgr.GetCache(), client.Object(&gatewayv1.Gateway{}), gatewayToRoutes)); err != nil {
+		return err
+	}
+	for _, also := range s.Also {
+		if err := also(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// SetupHTTPRouteStarter watches the HTTPRoute CRD (metadata only).
+// SetupHTTPRouteStarter registers HTTPRoute discovery with the CRD gate.
 func SetupHTTPRouteStarter(s *HTTPRouteStarter) error {
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return ctrl.NewControllerManagedBy(s.Mgr).
-		Named("discovery-httproute-starter").
-		For(crd, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == HTTPRouteCRD
-		}))).
-		Complete(s)
+	s.Gate.Register(crdgate.Kind{CRD: HTTPRouteCRD, Version: "v1",
+		Objects: []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}}, Start: s.start})
+	return nil
 }

@@ -53,10 +53,16 @@ type SourceReconciler struct {
 	Inspector Inspector
 	// Others are the other source kinds, to judge claims by priority.
 	Others []Inspector
+	// Active, when set, says whether the source kind is served now (a gated CRD);
+	// while it is not, the reconciler does nothing.
+	Active func() bool
 }
 
 // Reconcile declares one Endpoint CR per host of a selected source.
 func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Active != nil && !r.Active() {
+		return ctrl.Result{}, nil // the source's CRD is gone: quiet
+	}
 	in := r.Inspector
 	obj := in.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {

@@ -1,0 +1,400 @@
+package apisync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// +kubebuilder:rbac:groups=polycrate.io,resources=hosts/status;k8svolumes/status;backups/status;backupschedules/status;certificates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=polycrate.io,resources=hosts/finalizers;k8svolumes/finalizers;backups/finalizers;backupschedules/finalizers;certificates/finalizers,verbs=update
+
+// inventory is the Adapter of the inventory kinds (Host, K8sVolume, Backup,
+// BackupSchedule, Certificate): the same CRUD against one API resource, the
+// status in the shared SyncStatus; what differs is the payload and the lookup by
+// natural key.
+type inventory[O client.Object, D any, L any, R any] struct {
+	kind      string
+	finalizer string
+	newObj    func() O
+	list      func(ctx context.Context, c client.Client) ([]O, error)
+	status    func(O) *v1.SyncStatus
+	resource  func(*polycrate.Client) polycrate.Resource[D, L, R]
+	meta      func(*D) *polycrate.Meta
+	rowID     func(*L) string
+	payload   func(O, string) (R, error) // the CR and the local cluster's id
+	find      func(ctx context.Context, c *polycrate.Client, req R) (string, error)
+	// clusterFilter: the list accepts k8s_cluster (certificates do not).
+	clusterFilter bool
+}
+
+func (a inventory[O, D, L, R]) Name() string                  { return a.kind }
+func (a inventory[O, D, L, R]) New() O                        { return a.newObj() }
+func (a inventory[O, D, L, R]) Finalizer() string             { return a.finalizer }
+func (a inventory[O, D, L, R]) PhaseName(phase string) string { return phase }
+func (a inventory[O, D, L, R]) List(ctx context.Context, c client.Client) ([]O, error) {
+	return a.list(ctx, c)
+}
+
+func (a inventory[O, D, L, R]) Payload(o O, snap *opconfig.Snapshot) (any, error) {
+	cluster, err := snap.LocalCluster()
+	if err != nil {
+		return nil, err
+	}
+	return a.payload(o, cluster)
+}
+
+func (a inventory[O, D, L, R]) Find(ctx context.Context, c *polycrate.Client, _ O, payload any) (string, error) {
+	return a.find(ctx, c, payload.(R))
+}
+
+func (a inventory[O, D, L, R]) Create(ctx context.Context, c *polycrate.Client, payload any) (string, error) {
+	d, err := a.resource(c).Create(ctx, payload.(R))
+	if err != nil {
+		return "", err
+	}
+	return a.meta(d).ID, nil
+}
+
+func (a inventory[O, D, L, R]) Update(ctx context.Context, c *polycrate.Client, id string, payload any) error {
+	_, err := a.resource(c).Update(ctx, id, payload.(R))
+	return err
+}
+
+func (a inventory[O, D, L, R]) Exists(ctx context.Context, c *polycrate.Client, id string) (bool, error) {
+	d, err := a.resource(c).Get(ctx, id)
+	if polycrate.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil && !a.meta(d).IsDeleted, err
+}
+
+func (a inventory[O, D, L, R]) Delete(ctx context.Context, c *polycrate.Client, id string) error {
+	return a.resource(c).Delete(ctx, id)
+}
+
+func (a inventory[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error) {
+	q := polycrate.Query()
+	if a.clusterFilter && snap.LocalClusterID != "" {
+		q.Set("k8s_cluster", snap.LocalClusterID)
+	}
+	rows, err := a.resource(c).List(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(rows))
+	for i := range rows {
+		ids[a.rowID(&rows[i])] = true
+	}
+	return ids, nil
+}
+
+func (a inventory[O, D, L, R]) GetState(o O) State {
+	s := a.status(o)
+	return State{Phase: s.Phase, APIID: s.APIID, ConfigHash: s.ConfigHash, LastSyncedAt: s.LastSyncedAt,
+		Message: s.Message, Generation: s.ObservedGeneration}
+}
+
+func (a inventory[O, D, L, R]) SetState(o O, st State) {
+	s := a.status(o)
+	s.Phase, s.APIID, s.ConfigHash, s.LastSyncedAt, s.Message, s.ObservedGeneration =
+		st.Phase, st.APIID, st.ConfigHash, st.LastSyncedAt, st.Message, st.Generation
+	s.SyncStatus = strings.ToLower(st.Phase)
+}
+
+func (a inventory[O, D, L, R]) Conditions(o O) *[]metav1.Condition { return &a.status(o).Conditions }
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// SlugName is an API name for the slug-only resources (hosts, backups, schedules,
+// certificates): the readable parts as a slug plus a short hash of the whole
+// identity, so that distinct objects never share a name.
+func SlugName(identity string, parts ...string) string {
+	slug := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(strings.Join(parts, "-")), "-"), "-")
+	sum := sha256.Sum256([]byte(identity))
+	h := hex.EncodeToString(sum[:])[:8]
+	if slug == "" {
+		return h
+	}
+	if len(slug) > 200 {
+		slug = strings.Trim(slug[:200], "-")
+	}
+	return slug + "-" + h
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func int64Ptr(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func sourceLabels(o client.Object) map[string]string {
+	l := map[string]string{"polycrate_source_name": o.GetName()}
+	if o.GetNamespace() != "" {
+		l["polycrate_source_namespace"] = o.GetNamespace()
+	}
+	if o.GetLabels()[v1.LabelDiscovered] == v1.LabelValueTrue {
+		l[v1.LabelDiscovered] = v1.LabelValueTrue
+	}
+	return l
+}
+
+func sourceMetadata(ref *v1.SourceReference) map[string]any {
+	if ref == nil {
+		return map[string]any{}
+	}
+	m := map[string]any{"source_kind": ref.Kind, "source_name": ref.Name}
+	if ref.APIVersion != "" {
+		m["source_api_version"] = ref.APIVersion
+	}
+	if ref.Namespace != "" {
+		m["source_namespace"] = ref.Namespace
+	}
+	if ref.UID != "" {
+		m["source_uid"] = ref.UID
+	}
+	return m
+}
+
+// HostAdapter syncs Hosts to /api/v1/hosts/. The Node's providerID travels as
+// provider_reference (provider_id is read-only on hosts).
+func HostAdapter() Adapter[*v1.Host] {
+	return inventory[*v1.Host, polycrate.Host, polycrate.Row, polycrate.HostRequest]{
+		kind: "host", finalizer: v1.FinalizerHostCleanup, clusterFilter: false,
+		newObj: func() *v1.Host { return &v1.Host{} },
+		list: func(ctx context.Context, c client.Client) ([]*v1.Host, error) {
+			l := &v1.HostList{}
+			err := c.List(ctx, l)
+			return ptrs(l.Items), err
+		},
+		status:   func(h *v1.Host) *v1.SyncStatus { return &h.Status.SyncStatus },
+		resource: (*polycrate.Client).Hosts,
+		meta:     func(d *polycrate.Host) *polycrate.Meta { return &d.Meta },
+		rowID:    func(r *polycrate.Row) string { return r.ID },
+		payload: func(h *v1.Host, cluster string) (polycrate.HostRequest, error) {
+			s := h.Spec
+			display := s.Hostname
+			req := polycrate.HostRequest{Name: SlugName(cluster+"/"+s.Name, s.Name), Hostname: s.Hostname,
+				DefaultIPv4: strPtr(s.DefaultIPv4), ResourceCPUCores: int64Ptr(s.ResourceCPUCores), ResourceMemory: int64Ptr(s.ResourceMemory),
+				ResourceCPUArchitecture: strPtr(s.ResourceCPUArchitecture), K8sCluster: &cluster, CreatedByComponent: "operator",
+				Common: polycrate.Common{DisplayName: &display, ProviderReference: strPtr(s.ProviderID), Labels: sourceLabels(h)}}
+			return req, nil
+		},
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.HostRequest) (string, error) {
+			rows, err := c.Hosts().List(ctx, polycrate.Query("name_exact", req.Name))
+			if err != nil || len(rows) == 0 {
+				return "", err
+			}
+			return rows[0].ID, nil
+		},
+	}
+}
+
+// K8sVolumeAdapter syncs K8sVolumes to /api/v1/kubernetes/volumes/ (natural key:
+// cluster and the PV's UID as provider_object_id).
+func K8sVolumeAdapter() Adapter[*v1.K8sVolume] {
+	return inventory[*v1.K8sVolume, polycrate.K8sVolume, polycrate.K8sVolumeRow, polycrate.K8sVolumeRequest]{
+		kind: "k8svolume", finalizer: v1.FinalizerK8sVolumeCleanup, clusterFilter: true,
+		newObj: func() *v1.K8sVolume { return &v1.K8sVolume{} },
+		list: func(ctx context.Context, c client.Client) ([]*v1.K8sVolume, error) {
+			l := &v1.K8sVolumeList{}
+			err := c.List(ctx, l)
+			return ptrs(l.Items), err
+		},
+		status:   func(v *v1.K8sVolume) *v1.SyncStatus { return &v.Status.SyncStatus },
+		resource: (*polycrate.Client).K8sVolumes,
+		meta:     func(d *polycrate.K8sVolume) *polycrate.Meta { return &d.Meta },
+		rowID:    func(r *polycrate.K8sVolumeRow) string { return r.ID },
+		payload: func(v *v1.K8sVolume, cluster string) (polycrate.K8sVolumeRequest, error) {
+			s := v.Spec
+			req := polycrate.K8sVolumeRequest{Name: s.Name, K8sCluster: cluster, ProviderObjectName: strPtr(s.Name),
+				ProviderObjectID: strPtr(s.ProviderObjectID), CloudProviderVolumeID: strPtr(s.CloudProviderVolumeID),
+				CSIDriver: strPtr(s.CSIDriver), StorageClass: strPtr(s.StorageClass), CapacityBytes: int64Ptr(s.CapacityBytes),
+				CapacityString: strPtr(s.CapacityString), Phase: s.Phase, AccessModes: s.AccessModes, VolumeMode: s.VolumeMode,
+				ReclaimPolicy: s.ReclaimPolicy, PVCName: strPtr(s.PVCName), PVCNamespace: strPtr(s.PVCNamespace),
+				Common: polycrate.Common{Labels: sourceLabels(v)}}
+			return req, nil
+		},
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.K8sVolumeRequest) (string, error) {
+			rows, err := c.K8sVolumes().List(ctx, polycrate.Query("name_exact", req.Name, "k8s_cluster", req.K8sCluster))
+			if err != nil || len(rows) == 0 {
+				return "", err
+			}
+			for _, r := range rows {
+				d, err := c.K8sVolumes().Get(ctx, r.ID)
+				if err != nil {
+					return "", polycrate.IgnoreNotFound(err)
+				}
+				if d.ProviderObjectID != nil && req.ProviderObjectID != nil && *d.ProviderObjectID == *req.ProviderObjectID {
+					return d.ID, nil
+				}
+			}
+			return "", nil // a PV of the same name but another UID: a new volume
+		},
+	}
+}
+
+// BackupAdapter syncs Backups to /api/v1/backups/backups/ (identity: name,
+// provider, source namespace, cluster). Seed-only data travels in metadata.
+func BackupAdapter() Adapter[*v1.Backup] {
+	return inventory[*v1.Backup, polycrate.Backup, polycrate.BackupRow, polycrate.BackupRequest]{
+		kind: "backup", finalizer: v1.FinalizerBackupCleanup, clusterFilter: true,
+		newObj: func() *v1.Backup { return &v1.Backup{} },
+		list: func(ctx context.Context, c client.Client) ([]*v1.Backup, error) {
+			l := &v1.BackupList{}
+			err := c.List(ctx, l)
+			return ptrs(l.Items), err
+		},
+		status:   func(b *v1.Backup) *v1.SyncStatus { return &b.Status.SyncStatus },
+		resource: (*polycrate.Client).Backups,
+		meta:     func(d *polycrate.Backup) *polycrate.Meta { return &d.Meta },
+		rowID:    func(r *polycrate.BackupRow) string { return r.ID },
+		payload: func(b *v1.Backup, cluster string) (polycrate.BackupRequest, error) {
+			s := b.Spec
+			md := sourceMetadata(s.Source)
+			if s.ScheduleName != "" {
+				md["schedule_name"] = s.ScheduleName
+			}
+			if len(s.IncludedNamespaces) > 0 {
+				md["included_namespaces"] = s.IncludedNamespaces
+			}
+			display := s.Name
+			req := polycrate.BackupRequest{Name: SlugName(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
+				K8sCluster: cluster, Provider: s.Provider, Kind: s.Kind, SourceNamespace: strPtr(s.SourceNamespace), Status: s.Status,
+				StartedAt: timeOf(s.StartedAt), CompletedAt: timeOf(s.CompletedAt), Expiration: timeOf(s.Expiration),
+				ItemsBackedUp: int64Ptr(s.ItemsBackedUp), SizeBytes: int64Ptr(s.SizeBytes), RetentionPolicy: strPtr(s.RetentionPolicy),
+				Metadata: md, Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(b)}}
+			return req, nil
+		},
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.BackupRequest) (string, error) {
+			row, err := polycrate.FindBackup(ctx, c.Backups(), req.Name, req.Provider, deref(req.SourceNamespace), req.K8sCluster)
+			if err != nil || row == nil {
+				return "", err
+			}
+			return row.ID, nil
+		},
+	}
+}
+
+// BackupScheduleAdapter syncs BackupSchedules to /api/v1/backups/backup-schedules/;
+// last_backup_name (absent from the API) travels in metadata.
+func BackupScheduleAdapter() Adapter[*v1.BackupSchedule] {
+	return inventory[*v1.BackupSchedule, polycrate.BackupSchedule, polycrate.BackupRow, polycrate.BackupScheduleRequest]{
+		kind: "backupschedule", finalizer: v1.FinalizerBackupScheduleCleanup, clusterFilter: true,
+		newObj: func() *v1.BackupSchedule { return &v1.BackupSchedule{} },
+		list: func(ctx context.Context, c client.Client) ([]*v1.BackupSchedule, error) {
+			l := &v1.BackupScheduleList{}
+			err := c.List(ctx, l)
+			return ptrs(l.Items), err
+		},
+		status:   func(b *v1.BackupSchedule) *v1.SyncStatus { return &b.Status.SyncStatus },
+		resource: (*polycrate.Client).BackupSchedules,
+		meta:     func(d *polycrate.BackupSchedule) *polycrate.Meta { return &d.Meta },
+		rowID:    func(r *polycrate.BackupRow) string { return r.ID },
+		payload: func(b *v1.BackupSchedule, cluster string) (polycrate.BackupScheduleRequest, error) {
+			s := b.Spec
+			md := sourceMetadata(s.Source)
+			if s.LastBackupName != "" {
+				md["last_backup_name"] = s.LastBackupName
+			}
+			display := s.Name
+			req := polycrate.BackupScheduleRequest{Name: SlugName(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
+				K8sCluster: cluster, Provider: s.Provider, Kind: s.Kind, SourceNamespace: strPtr(s.SourceNamespace), Status: s.Status,
+				ScheduleCron: strPtr(s.ScheduleCron), Paused: s.Paused, RetentionPolicy: strPtr(s.RetentionPolicy),
+				LastBackupAt: timeOf(s.LastBackupAt), Metadata: md, Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(b)}}
+			return req, nil
+		},
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.BackupScheduleRequest) (string, error) {
+			rows, err := c.BackupSchedules().List(ctx, polycrate.Query("name_exact", req.Name, "provider", req.Provider,
+				"source_namespace", deref(req.SourceNamespace), "k8s_cluster", req.K8sCluster))
+			if err != nil || len(rows) == 0 {
+				return "", err
+			}
+			return rows[0].ID, nil
+		},
+	}
+}
+
+// CertificateAdapter syncs Certificates to /api/v1/certificates/ (identity: name,
+// namespace, cluster); the cert-manager source travels in metadata.
+func CertificateAdapter() Adapter[*v1.Certificate] {
+	return inventory[*v1.Certificate, polycrate.Certificate, polycrate.CertificateRow, polycrate.CertificateRequest]{
+		kind: "certificate", finalizer: v1.FinalizerCertificateCleanup, clusterFilter: false,
+		newObj: func() *v1.Certificate { return &v1.Certificate{} },
+		list: func(ctx context.Context, c client.Client) ([]*v1.Certificate, error) {
+			l := &v1.CertificateList{}
+			err := c.List(ctx, l)
+			return ptrs(l.Items), err
+		},
+		status:   func(x *v1.Certificate) *v1.SyncStatus { return &x.Status.SyncStatus },
+		resource: (*polycrate.Client).Certificates,
+		meta:     func(d *polycrate.Certificate) *polycrate.Meta { return &d.Meta },
+		rowID:    func(r *polycrate.CertificateRow) string { return r.ID },
+		payload: func(x *v1.Certificate, cluster string) (polycrate.CertificateRequest, error) {
+			s := x.Spec
+			md := map[string]any{}
+			if src := s.SourceCertManager; src != nil {
+				md["source_cert_manager"] = map[string]any{"name": src.Name, "namespace": src.Namespace, "uid": src.UID, "revision": src.Revision}
+			}
+			display := s.DisplayName
+			if display == "" {
+				display = s.Name
+			}
+			req := polycrate.CertificateRequest{Name: SlugName(cluster+"/"+s.Namespace+"/"+s.Name, s.Name), SecretName: s.SecretName,
+				Namespace: s.Namespace, K8sCluster: cluster, Kind: "tls", DNSNames: s.DNSNames, IPAddresses: s.IPAddresses,
+				IssuerName: strPtr(s.IssuerName), IssuerKind: strPtr(s.IssuerKind), IssuerGroup: s.IssuerGroup,
+				NotBefore: timeOf(s.NotBefore), NotAfter: timeOf(s.NotAfter), RenewalTime: timeOf(s.RenewalTime),
+				CertificateStatus: s.CertificateStatus, IsReady: s.IsReady, Metadata: md,
+				Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(x)}}
+			return req, nil
+		},
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.CertificateRequest) (string, error) {
+			row, err := c.FindCertificate(ctx, req.Name, req.Namespace, req.K8sCluster)
+			if err != nil || row == nil {
+				return "", err
+			}
+			return row.ID, nil
+		},
+	}
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

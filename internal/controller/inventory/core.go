@@ -1,0 +1,154 @@
+package inventory
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=polycrate.io,resources=hosts;k8svolumes;backups;backupschedules;certificates,verbs=get;list;watch;create;update;patch;delete
+
+// HostMirror maps Nodes to Hosts (seed 002 "Host Discovery").
+type HostMirror struct {
+	mu      sync.Mutex
+	badSel  string
+	OnError func(msg string)
+}
+
+func (*HostMirror) Name() string                     { return "host" }
+func (*HostMirror) NewSource() *corev1.Node          { return &corev1.Node{} }
+func (*HostMirror) NewSourceList() client.ObjectList { return &corev1.NodeList{} }
+func (*HostMirror) SourceGVK() schema.GroupVersionKind {
+	return corev1.SchemeGroupVersion.WithKind("Node")
+}
+func (*HostMirror) Target() client.Object { return &v1.Host{} }
+func (*HostMirror) Enabled(s *opconfig.Snapshot) bool {
+	return opconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
+}
+
+// TargetKey: the Host has the Node's name.
+func (*HostMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Name: src.Name}
+}
+
+// Declare applies node_discovery.label_selector and maps the seed's field table.
+func (m *HostMirror) Declare(n *corev1.Node, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+	if sel := snap.Spec.NodeDiscovery.LabelSelector; sel != "" {
+		s, err := labels.Parse(sel)
+		if err != nil {
+			m.mu.Lock()
+			if m.badSel != sel && m.OnError != nil {
+				m.OnError("node_discovery.label_selector " + sel + " is invalid, no Node is mirrored: " + err.Error())
+			}
+			m.badSel = sel
+			m.mu.Unlock()
+			return nil, false, nil
+		}
+		if !s.Matches(labels.Set(n.Labels)) {
+			return nil, false, nil
+		}
+	}
+	return &Declared{Labels: labelIfValid(v1.LabelHostSourceNode, n.Name), Spec: HostSpecOf(n)}, true, nil
+}
+
+// HostSpecOf is the seed's table: name and hostname from the Node's name, the
+// ExternalIP (falling back to the InternalIP) as default_ipv4, CPU cores and
+// memory in MB (2^20 bytes) from the capacity, the architecture and providerID.
+func HostSpecOf(n *corev1.Node) v1.HostSpec {
+	s := v1.HostSpec{Name: n.Name, Hostname: n.Name, ResourceCPUArchitecture: n.Status.NodeInfo.Architecture,
+		ProviderID: n.Spec.ProviderID, DefaultIPv4: nodeIPv4(n),
+		Source: &v1.SourceReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: string(n.UID)}}
+	if q, ok := n.Status.Capacity[corev1.ResourceCPU]; ok {
+		s.ResourceCPUCores = q.Value() // whole cores, rounded up
+	}
+	if q, ok := n.Status.Capacity[corev1.ResourceMemory]; ok {
+		s.ResourceMemory = q.Value() / (1 << 20)
+	}
+	return s
+}
+
+func nodeIPv4(n *corev1.Node) string {
+	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
+		for _, a := range n.Status.Addresses {
+			if a.Type == t {
+				if ip := net.ParseIP(a.Address); ip != nil && ip.To4() != nil {
+					return a.Address
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// VolumeMirror maps PersistentVolumes to K8sVolumes (docs/inventory.md).
+type VolumeMirror struct{}
+
+func (VolumeMirror) Name() string                        { return "k8svolume" }
+func (VolumeMirror) NewSource() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }
+func (VolumeMirror) NewSourceList() client.ObjectList    { return &corev1.PersistentVolumeList{} }
+func (VolumeMirror) SourceGVK() schema.GroupVersionKind {
+	return corev1.SchemeGroupVersion.WithKind("PersistentVolume")
+}
+func (VolumeMirror) Target() client.Object { return &v1.K8sVolume{} }
+
+// Enabled: volumes follow node discovery (the cluster's inventory switch).
+func (VolumeMirror) Enabled(s *opconfig.Snapshot) bool {
+	return opconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
+}
+
+// TargetKey: the K8sVolume has the PV's name.
+func (VolumeMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Name: src.Name}
+}
+
+// Declare maps every PV.
+func (VolumeMirror) Declare(pv *corev1.PersistentVolume, _ *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+	return &Declared{Labels: labelIfValid(v1.LabelVolumeSourcePV, pv.Name), Spec: VolumeSpecOf(pv)}, true, nil
+}
+
+// VolumeSpecOf maps what a platform engineer wants to see of a volume.
+func VolumeSpecOf(pv *corev1.PersistentVolume) v1.K8sVolumeSpec {
+	s := v1.K8sVolumeSpec{Name: pv.Name, ProviderObjectID: string(pv.UID), StorageClass: pv.Spec.StorageClassName,
+		Phase: string(pv.Status.Phase), ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy), VolumeMode: "Filesystem",
+		Source: &v1.SourceReference{APIVersion: "v1", Kind: "PersistentVolume", Name: pv.Name, UID: string(pv.UID)}}
+	if s.Phase == "" {
+		s.Phase = "Unknown"
+	}
+	if pv.Spec.VolumeMode != nil {
+		s.VolumeMode = string(*pv.Spec.VolumeMode)
+	}
+	if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
+		s.CapacityBytes, s.CapacityString = q.Value(), q.String()
+	}
+	for _, m := range pv.Spec.AccessModes {
+		s.AccessModes = append(s.AccessModes, string(m))
+	}
+	if c := pv.Spec.ClaimRef; c != nil {
+		s.PVCNamespace, s.PVCName = c.Namespace, c.Name
+	}
+	if csi := pv.Spec.CSI; csi != nil {
+		s.CSIDriver, s.CloudProviderVolumeID = csi.Driver, csi.VolumeHandle
+	}
+	return s
+}
+
+// labelIfValid sets a source label when the value is a valid label value (names
+// can be longer than 63 characters; the source annotation always names it).
+func labelIfValid(key, value string) map[string]string {
+	if len(validation.IsValidLabelValue(value)) == 0 {
+		return map[string]string{key: value}
+	}
+	return nil
+}

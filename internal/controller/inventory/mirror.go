@@ -1,0 +1,328 @@
+// Package inventory mirrors cluster objects into the operator's inventory CRs
+// (docs/inventory.md): Nodes → Hosts, PersistentVolumes → K8sVolumes, Velero and
+// CloudNativePG backups and schedules → Backups and BackupSchedules, cert-manager
+// Certificates → Certificates. Every kind is one Mirror (its mapping, filters and
+// names) run by the same generic reconciler: one source object → at most one CR,
+// declared with server-side apply only when its declared content changed, deleted
+// when the source goes or stops being selected. The API side is apisync.
+package inventory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+)
+
+// Annotations on every inventory CR.
+const (
+	// AnnotationSource names the mirrored object: "<group>/<Kind>:<namespace>/<name>".
+	AnnotationSource = "polycrate.io/source"
+	// AnnotationDeclared is the hash of what discovery last declared.
+	AnnotationDeclared = "polycrate.io/declared-hash"
+)
+
+// Declared is the CR a source maps to.
+type Declared struct {
+	Labels map[string]string
+	Spec   any // the CR's typed spec
+	// Requeue asks for a re-evaluation after this long (time-based states).
+	Requeue time.Duration
+}
+
+// Mirror is what one source kind contributes.
+type Mirror[S client.Object] interface {
+	// Name is the mirror's name, e.g. "host" or "velero-backup".
+	Name() string
+	NewSource() S
+	NewSourceList() client.ObjectList
+	// SourceGVK is the source's kind (for the source annotation and owner references).
+	SourceGVK() schema.GroupVersionKind
+	// Target is an empty CR of the kind it declares.
+	Target() client.Object
+	Enabled(snap *opconfig.Snapshot) bool
+	// Declare maps a source; false when filters do not select it. An error is a
+	// source the mapping cannot read (a Warning event on it, nothing declared).
+	Declare(src S, snap *opconfig.Snapshot, now time.Time) (*Declared, bool, error)
+	// TargetKey is the CR's key for a source key.
+	TargetKey(src types.NamespacedName) types.NamespacedName
+}
+
+// Reconciler runs one Mirror.
+type Reconciler[S client.Object] struct {
+	Client   client.Client
+	Config   *opconfig.Store
+	Recorder recorder.EventRecorder
+	Log      logr.Logger
+	Mirror   Mirror[S]
+	// Gate and CRD gate a third-party source kind (nil for core kinds).
+	Gate *crdgate.Gate
+	CRD  string
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+
+	wake chan event.GenericEvent
+}
+
+func (r *Reconciler[S]) active() bool { return r.Gate == nil || r.Gate.Active(r.CRD) }
+
+func (r *Reconciler[S]) sourceID(key types.NamespacedName) string {
+	gvk := r.Mirror.SourceGVK()
+	return gvk.Group + "/" + gvk.Kind + ":" + key.Namespace + "/" + key.Name
+}
+
+// Reconcile mirrors one source object.
+func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	snap := r.Config.Get()
+	if (snap == nil && !r.Config.Loaded()) || !r.active() {
+		return ctrl.Result{}, nil // starting, or the source's CRD is gone: quiet
+	}
+	m := r.Mirror
+	src := m.NewSource()
+	err := r.Client.Get(ctx, req.NamespacedName, src)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	var decl *Declared
+	if err == nil && src.GetDeletionTimestamp().IsZero() && snap != nil && m.Enabled(snap) {
+		d, selected, derr := m.Declare(src, snap, r.Now())
+		if derr != nil {
+			r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, "InvalidSource", "Discover", "not mirrored: %s", derr)
+			r.Log.Info("source not mirrored", "mirror", m.Name(), "namespace", req.Namespace, "name", req.Name, "problem", derr.Error())
+			return ctrl.Result{}, nil
+		}
+		if selected {
+			decl = d
+		}
+	}
+	key := m.TargetKey(req.NamespacedName)
+	target := m.Target()
+	terr := r.Client.Get(ctx, key, target)
+	if terr != nil && !apierrors.IsNotFound(terr) {
+		return ctrl.Result{}, terr
+	}
+	exists := terr == nil
+	if decl == nil {
+		if exists && r.ours(target, req.NamespacedName) && target.GetDeletionTimestamp().IsZero() {
+			r.Log.Info("source gone or no longer selected; deleting its CR", "mirror", m.Name(), "namespace", key.Namespace, "name", key.Name)
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, target))
+		}
+		return ctrl.Result{}, nil
+	}
+	if exists && !r.ours(target, req.NamespacedName) {
+		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, "NameTaken", "Discover",
+			"not mirrored: %s %s exists and was not made from this object", target.GetObjectKind().GroupVersionKind().Kind, key.Name)
+		return ctrl.Result{}, nil
+	}
+	if exists && !target.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // being retired; declared again once gone
+	}
+	u, hash, err := r.declare(src, key, decl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !exists || target.GetAnnotations()[AnnotationDeclared] != hash {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.FieldOwner), client.ForceOwnership); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: decl.Requeue}, nil
+}
+
+// ours: the CR is a discovered mirror of this source.
+func (r *Reconciler[S]) ours(target client.Object, src types.NamespacedName) bool {
+	return target.GetLabels()[v1.LabelDiscovered] == v1.LabelValueTrue && target.GetAnnotations()[AnnotationSource] == r.sourceID(src)
+}
+
+// declare renders the CR and the hash of what it declares.
+func (r *Reconciler[S]) declare(src S, key types.NamespacedName, d *Declared) (*unstructured.Unstructured, string, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d.Spec)
+	if err != nil {
+		return nil, "", err
+	}
+	labels := map[string]any{v1.LabelDiscovered: v1.LabelValueTrue}
+	for k, v := range d.Labels {
+		labels[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"labels": labels, "spec": spec})
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:8])
+	gvk, err := apiutilGVK(r.Client, r.Mirror.Target())
+	if err != nil {
+		return nil, "", err
+	}
+	sg := r.Mirror.SourceGVK()
+	md := map[string]any{
+		"name": key.Name, "labels": labels,
+		"annotations": map[string]any{AnnotationSource: r.sourceID(client.ObjectKeyFromObject(src)), AnnotationDeclared: hash},
+	}
+	if key.Namespace != "" {
+		md["namespace"] = key.Namespace
+	}
+	// An owner reference only where Kubernetes allows one (same namespace, or a
+	// cluster-scoped owner of a cluster-scoped CR).
+	if src.GetNamespace() == key.Namespace {
+		md["ownerReferences"] = []any{map[string]any{"apiVersion": sg.GroupVersion().String(), "kind": sg.Kind,
+			"name": src.GetName(), "uid": string(src.GetUID())}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
+		"metadata": md, "spec": spec}}, hash, nil
+}
+
+func apiutilGVK(c client.Client, obj client.Object) (schema.GroupVersionKind, error) {
+	return c.GroupVersionKindFor(obj)
+}
+
+// targetToSource maps a mirror CR back to its source (a deleted or edited CR is
+// declared again).
+func (r *Reconciler[S]) targetToSource(_ context.Context, o client.Object) []reconcile.Request {
+	if key, ok := r.sourceOf(o); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+func (r *Reconciler[S]) sourceOf(o client.Object) (types.NamespacedName, bool) {
+	gvk := r.Mirror.SourceGVK()
+	prefix := gvk.Group + "/" + gvk.Kind + ":"
+	v := o.GetAnnotations()[AnnotationSource]
+	if !strings.HasPrefix(v, prefix) {
+		return types.NamespacedName{}, false
+	}
+	ns, name, ok := strings.Cut(strings.TrimPrefix(v, prefix), "/")
+	return types.NamespacedName{Namespace: ns, Name: name}, ok
+}
+
+// All queues every source and every mirrored CR's source (configuration changes,
+// the stale sweep).
+func (r *Reconciler[S]) All(ctx context.Context, c client.Client) {
+	keys := map[types.NamespacedName]bool{}
+	if r.active() {
+		list := r.Mirror.NewSourceList()
+		if err := c.List(ctx, list); err == nil {
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				if co, ok := o.(client.Object); ok {
+					keys[client.ObjectKeyFromObject(co)] = true
+				}
+				return nil
+			})
+		}
+	}
+	targets := &metav1.PartialObjectMetadataList{}
+	gvk, err := c.GroupVersionKindFor(r.Mirror.Target())
+	if err == nil {
+		targets.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, targets, client.MatchingLabels{v1.LabelDiscovered: v1.LabelValueTrue}); err == nil {
+			for i := range targets.Items {
+				if key, ok := r.sourceOf(&targets.Items[i]); ok {
+					keys[key] = true
+				}
+			}
+		}
+	}
+	for k := range keys {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		select {
+		case r.wake <- event.GenericEvent{Object: o}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Setup builds the controller. A gated kind's source watch starts (and restarts)
+// with its CRD; a core kind's at once.
+func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent int, staleMinutes func(*opconfig.Snapshot) int32) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.wake = make(chan event.GenericEvent, 1024)
+	opts := controller.Options(maxConcurrent)
+	opts.Reconciler = r
+	c, err := crcontroller.New("inventory-"+r.Mirror.Name(), mgr, opts)
+	if err != nil {
+		return err
+	}
+	if err := c.Watch(source.Channel(r.wake, &handler.EnqueueRequestForObject{})); err != nil {
+		return err
+	}
+	if err := c.Watch(source.Kind(mgr.GetCache(), r.Mirror.Target(), handler.EnqueueRequestsFromMapFunc(r.targetToSource))); err != nil {
+		return err
+	}
+	watchSource := func() error {
+		return c.Watch(source.Kind(mgr.GetCache(), r.Mirror.NewSource(), &handler.TypedEnqueueRequestForObject[S]{}))
+	}
+	if r.Gate == nil {
+		if err := watchSource(); err != nil {
+			return err
+		}
+	} else {
+		r.Gate.Register(crdgate.Kind{CRD: r.CRD, Version: r.Mirror.SourceGVK().Version, Objects: []client.Object{r.Mirror.NewSource()},
+			Start: func(bool) error { return watchSource() }})
+	}
+	configChanged := r.Config.Subscribe()
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			wait := 10 * time.Minute
+			if snap := r.Config.Get(); snap != nil && staleMinutes != nil && staleMinutes(snap) > 0 {
+				wait = time.Duration(staleMinutes(snap)) * time.Minute
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-configChanged:
+				r.All(ctx, mgr.GetClient())
+			case <-time.After(wait):
+				r.All(ctx, mgr.GetClient()) // the stale sweep
+			}
+		}
+	}))
+}
+
+// Name helpers shared by the mirrors.
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// DNSName makes a DNS-1123 subdomain of parts: lower case, other characters as
+// hyphens, and a short hash when that changed anything or it is too long.
+func DNSName(parts ...string) string {
+	raw := strings.Join(parts, "-")
+	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(raw), "-"), "-.")
+	if name == raw && len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(raw))
+	h := hex.EncodeToString(sum[:])[:6]
+	if len(name) > 253-7 {
+		name = strings.TrimRight(name[:253-7], "-.")
+	}
+	return fmt.Sprintf("%s-%s", name, h)
+}
