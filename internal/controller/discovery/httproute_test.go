@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,5 +136,30 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 		Expect(k8s.Delete(ctx, r)).To(Succeed())
 		Eventually(func() bool { return k8s.Get(ctx, client.ObjectKeyFromObject(r), &gatewayv1.HTTPRoute{}) != nil }, timeout, poll).Should(BeTrue())
 		Expect(endpointNames(ns)).To(BeEmpty())
+	})
+
+	It("releases its routes when the Gateway-API CRD is removed, goes quiet, and starts again when it returns", func() {
+		ns := freshNamespace()
+		r := route(ns, "before-removal", gwNS, nil, map[string]string{annotations.Monitor: "true"}, "removal.shop.example")
+		Expect(k8s.Create(ctx, r)).To(Succeed())
+		Eventually(func() string { return getEndpointOrEmpty(ns, "removal-shop-example").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+
+		// Deleting the CRD deletes the routes; discovery still runs while the CRD
+		// terminates, so it releases its finalizers and the CRD can go.
+		Expect(k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: discovery.HTTPRouteCRD}})).To(Succeed())
+		Eventually(oe.Op.HTTPRoutes.Started, timeout, poll).Should(BeFalse())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Name: discovery.HTTPRouteCRD}, &apiextensionsv1.CustomResourceDefinition{})
+		}, timeout, poll).ShouldNot(Succeed())
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
+
+		dir, err := testutil.ModuleDir("sigs.k8s.io/gateway-api")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(oe.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "config", "crd", "standard")}})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(oe.Op.HTTPRoutes.Started, timeout, poll).Should(BeTrue())
+		again := route(ns, "after-return", gwNS, nil, map[string]string{annotations.Monitor: "true"}, "return.shop.example")
+		Expect(k8s.Create(ctx, again)).To(Succeed())
+		Eventually(func() string { return getEndpointOrEmpty(ns, "return-shop-example").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
 	})
 })

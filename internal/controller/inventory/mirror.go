@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -164,7 +165,12 @@ func (r *Reconciler[S]) ours(target client.Object, src types.NamespacedName) boo
 
 // declare renders the CR and the hash of what it declares.
 func (r *Reconciler[S]) declare(src S, key types.NamespacedName, d *Declared) (*unstructured.Unstructured, string, error) {
-	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d.Spec)
+	ptr := reflect.ValueOf(d.Spec)
+	if ptr.Kind() != reflect.Pointer {
+		ptr = reflect.New(ptr.Type())
+		ptr.Elem().Set(reflect.ValueOf(d.Spec))
+	}
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.Interface())
 	if err != nil {
 		return nil, "", err
 	}
