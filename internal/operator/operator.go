@@ -63,7 +63,9 @@ type Operator struct {
 	// Gate starts the controllers of third-party kinds while their CRDs are served.
 	Gate *crdgate.Gate
 	// Inventory are the inventory mirrors' reconcilers, by name (tests run their passes).
-	Inventory map[string]interface{ All(context.Context, client.Client) }
+	Inventory map[string]interface {
+		All(context.Context, client.Client)
+	}
 	// InventorySync syncs the inventory kinds, by kind.
 	InventorySync map[string]interface{ Repair(context.Context) }
 	// Apps discovers K8sApps; AppSync syncs them to the API.
