@@ -14,7 +14,9 @@ import (
 
 // setupInventory wires the inventory mirrors (discovery) and their API syncs.
 func setupInventory(mgr ctrl.Manager, op *Operator, o Options) error {
-	op.Inventory = map[string]interface{ All(context.Context, client.Client) }{}
+	op.Inventory = map[string]interface {
+		All(context.Context, client.Client)
+	}{}
 	op.InventorySync = map[string]interface{ Repair(context.Context) }{}
 	log := mgr.GetLogger().WithName("inventory")
 	var nodes func(*opconfig.Snapshot) int32 // node_discovery has no interval of its own: every 10 minutes

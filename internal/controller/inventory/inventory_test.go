@@ -109,8 +109,8 @@ var _ = Describe("PersistentVolumes → K8sVolumes", func() {
 			Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: "hcloud-volumes",
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete, VolumeMode: &mode,
-				ClaimRef:                      &corev1.ObjectReference{Namespace: "shop", Name: "data-0"},
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.hetzner.cloud", VolumeHandle: "4711"}}}}
+				ClaimRef:               &corev1.ObjectReference{Namespace: "shop", Name: "data-0"},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.hetzner.cloud", VolumeHandle: "4711"}}}}
 		Expect(k8s.Create(ctx, pv)).To(Succeed())
 		vol := &v1.K8sVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-0b1c"}}
 		id := syncedCR(vol, func() *v1.SyncStatus { return &vol.Status.SyncStatus })
@@ -280,7 +280,9 @@ var _ = Describe("CloudNativePG, installed after the operator", Ordered, func() 
 	It("starts CNPG discovery without a restart when the CRDs appear, and mirrors Backups and ScheduledBackups", func() {
 		Expect(oe.Op.Gate.Active(inventory.CRDCNPGBackup)).To(BeFalse())
 		install()
-		Eventually(func() bool { return oe.Op.Gate.Active(inventory.CRDCNPGBackup) && oe.Op.Gate.Active(inventory.CRDCNPGScheduled) },
+		Eventually(func() bool {
+			return oe.Op.Gate.Active(inventory.CRDCNPGBackup) && oe.Op.Gate.Active(inventory.CRDCNPGScheduled)
+		},
 			timeout, poll).Should(BeTrue())
 		ns = freshNamespace()
 		cnpg("Backup", "pg-20251220", map[string]any{"cluster": map[string]any{"name": "pg"}},
@@ -307,7 +309,9 @@ var _ = Describe("CloudNativePG, installed after the operator", Ordered, func() 
 		for _, name := range []string{inventory.CRDCNPGBackup, inventory.CRDCNPGScheduled} {
 			Expect(k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 		}
-		Eventually(func() bool { return oe.Op.Gate.Active(inventory.CRDCNPGBackup) || oe.Op.Gate.Active(inventory.CRDCNPGScheduled) },
+		Eventually(func() bool {
+			return oe.Op.Gate.Active(inventory.CRDCNPGBackup) || oe.Op.Gate.Active(inventory.CRDCNPGScheduled)
+		},
 			timeout, poll).Should(BeFalse())
 		goneCR(&v1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cnpg-pg-20251220"}})
 		goneCR(&v1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cnpg-pg-nightly"}})

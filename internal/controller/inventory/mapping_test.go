@@ -92,7 +92,7 @@ func TestVolumeSpecOf(t *testing.T) {
 		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}, StorageClassName: "hcloud-volumes",
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, VolumeMode: &fs,
-			ClaimRef:                      &corev1.ObjectReference{Namespace: "shop", Name: "data-postgres-0"},
+			ClaimRef:               &corev1.ObjectReference{Namespace: "shop", Name: "data-postgres-0"},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.hetzner.cloud", VolumeHandle: "4711"}}},
 		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
 	s := VolumeSpecOf(pv)
@@ -362,7 +362,9 @@ func TestDNSName(t *testing.T) {
 	}
 }
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
