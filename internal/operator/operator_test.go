@@ -27,6 +27,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 const (
@@ -130,13 +131,7 @@ func condition(typ string, status metav1.ConditionStatus, reason string) *metav1
 
 // updateOC changes the singleton's spec, retrying on conflicts with the
 // controller's status writes.
-func updateOC(change func(*v1.OperatorConfig)) {
-	EventuallyWithOffset(1, func() error {
-		oc := getOC()
-		change(oc)
-		return k8s.Update(ctx, oc)
-	}, apiTimeout, pollInterval).Should(Succeed())
-}
+func updateOC(change func(*v1.OperatorConfig)) { specs.UpdateOperatorConfig(k8s, change) }
 
 func setToken(data map[string][]byte) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}}

@@ -2,13 +2,11 @@ package apisync_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +16,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 const (
@@ -27,12 +26,11 @@ const (
 )
 
 var (
-	oe    *testutil.OperatorEnv
-	k8s   client.Client
-	api   *emulator.Server
-	op    *operator.Operator
-	ctx   = context.Background()
-	nsSeq int
+	oe  *testutil.OperatorEnv
+	k8s client.Client
+	api *emulator.Server
+	op  *operator.Operator
+	ctx = context.Background()
 )
 
 func TestAPISync(t *testing.T) {
@@ -60,12 +58,7 @@ func restartOperator() {
 	op = oe.Op
 }
 
-func freshNamespace() string {
-	nsSeq++
-	name := fmt.Sprintf("sync-%d", nsSeq)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
+func freshNamespace() string { return specs.Namespace(k8s, "sync") }
 
 func apiClient() *polycrate.Client { return oe.Client() }
 

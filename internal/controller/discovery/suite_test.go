@@ -2,7 +2,6 @@ package discovery_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,13 +12,13 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 var (
-	oe    *testutil.OperatorEnv
-	k8s   client.Client
-	ctx   = context.Background()
-	nsSeq int
+	oe  *testutil.OperatorEnv
+	k8s client.Client
+	ctx = context.Background()
 )
 
 func TestDiscovery(t *testing.T) {
@@ -43,21 +42,6 @@ var _ = AfterSuite(func() {
 	}
 })
 
-func freshNamespace() string {
-	nsSeq++
-	name := fmt.Sprintf("disc-%d", nsSeq)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
+func freshNamespace() string { return specs.Namespace(k8s, "disc") }
 
-// updateOC edits the singleton's spec, retrying on conflicts.
-func updateOC(change func(*v1.OperatorConfig)) {
-	EventuallyWithOffset(1, func() error {
-		oc := &v1.OperatorConfig{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: testutil.OperatorNamespace, Name: "default"}, oc); err != nil {
-			return err
-		}
-		change(oc)
-		return k8s.Update(ctx, oc)
-	}).Should(Succeed())
-}
+func updateOC(change func(*v1.OperatorConfig)) { specs.UpdateOperatorConfig(k8s, change) }

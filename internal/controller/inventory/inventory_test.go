@@ -20,6 +20,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller/inventory"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 func apiGone[D any](get func() (*D, error), deleted func(*D) bool) func() (bool, error) {
@@ -376,14 +377,4 @@ func resourceVersions() map[string]string {
 	return out
 }
 
-func updateOC(change func(*v1.OperatorConfig)) {
-	GinkgoHelper()
-	Eventually(func() error {
-		oc := &v1.OperatorConfig{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "default"}, oc); err != nil {
-			return err
-		}
-		change(oc)
-		return k8s.Update(ctx, oc)
-	}, timeout, poll).Should(Succeed())
-}
+func updateOC(change func(*v1.OperatorConfig)) { specs.UpdateOperatorConfig(k8s, change) }

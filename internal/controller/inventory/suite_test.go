@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 const (
@@ -27,11 +27,10 @@ const (
 )
 
 var (
-	oe    *testutil.OperatorEnv
-	k8s   client.Client
-	api   *emulator.Server
-	ctx   = context.Background()
-	nsSeq int
+	oe  *testutil.OperatorEnv
+	k8s client.Client
+	api *emulator.Server
+	ctx = context.Background()
 )
 
 func TestInventory(t *testing.T) {
@@ -55,12 +54,7 @@ var _ = AfterSuite(func() {
 	}
 })
 
-func freshNamespace() string {
-	nsSeq++
-	name := fmt.Sprintf("inv-%d", nsSeq)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
+func freshNamespace() string { return specs.Namespace(k8s, "inv") }
 
 func apiClient() *polycrate.Client { return oe.Client() }
 

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 func ingress(ns, name string, ann map[string]string) *networkingv1.Ingress {
@@ -368,17 +369,7 @@ var _ = Describe("K8sApp sync across a restart", func() {
 })
 
 var _ = Describe("K8sApp discovery across configuration changes and downtime", func() {
-	updateOC := func(change func(*v1.OperatorConfig)) {
-		GinkgoHelper()
-		Eventually(func() error {
-			oc := &v1.OperatorConfig{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "default"}, oc); err != nil {
-				return err
-			}
-			change(oc)
-			return k8s.Update(ctx, oc)
-		}, timeout, poll).Should(Succeed())
-	}
+	updateOC := func(change func(*v1.OperatorConfig)) { specs.UpdateOperatorConfig(k8s, change) }
 
 	It("removes Pod-sourced apps when label discovery is turned off and brings them back when it is on again", func() {
 		ns := freshNamespace()

@@ -19,6 +19,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 const (
@@ -27,11 +28,10 @@ const (
 )
 
 var (
-	oe    *testutil.OperatorEnv
-	k8s   client.Client
-	api   *emulator.Server
-	ctx   = context.Background()
-	nsSeq int
+	oe  *testutil.OperatorEnv
+	k8s client.Client
+	api *emulator.Server
+	ctx = context.Background()
 )
 
 func TestK8sApps(t *testing.T) {
@@ -55,12 +55,7 @@ var _ = AfterSuite(func() {
 	}
 })
 
-func freshNamespace() string {
-	nsSeq++
-	name := fmt.Sprintf("apps-%d", nsSeq)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
+func freshNamespace() string { return specs.Namespace(k8s, "apps") }
 
 func apiClient() *polycrate.Client { return oe.Client() }
 

@@ -1,0 +1,49 @@
+// Package specs holds the Gomega helpers the integration suites share (kept out
+// of testutil, which the demo links).
+package specs
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // test helpers
+	. "github.com/onsi/gomega"    //nolint:revive // test helpers
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+)
+
+// Timeout and Poll are the suites' Eventually settings.
+const (
+	Timeout = 30 * time.Second
+	Poll    = 100 * time.Millisecond
+)
+
+var seq atomic.Int64
+
+// Namespace creates a namespace "<prefix>-<n>" and returns its name.
+func Namespace(c client.Client, prefix string) string {
+	GinkgoHelper()
+	name := fmt.Sprintf("%s-%d", prefix, seq.Add(1))
+	Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}
+
+// UpdateOperatorConfig edits the singleton's spec, retrying on conflicts.
+func UpdateOperatorConfig(c client.Client, change func(*v1.OperatorConfig)) {
+	GinkgoHelper()
+	ctx := context.Background()
+	Eventually(func() error {
+		oc := &v1.OperatorConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: testutil.OperatorNamespace, Name: v1.DefaultOperatorConfigName}, oc); err != nil {
+			return err
+		}
+		change(oc)
+		return c.Update(ctx, oc)
+	}, Timeout, Poll).Should(Succeed())
+}
