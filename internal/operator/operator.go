@@ -29,6 +29,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/k8sapp"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
+	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -45,6 +46,8 @@ type Options struct {
 	SetLogLevel func(level int)
 	// RepairInterval is how often synced kinds list their API objects to find deleted ones (default 5 minutes).
 	RepairInterval time.Duration
+	// S3Resync is how often a Ready S3Bucket compares its Secret with the API's credentials (default 5 minutes).
+	S3Resync time.Duration
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -60,6 +63,8 @@ type Operator struct {
 	Sweep *discovery.Sweep
 	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
 	HTTPRoutes *discovery.HTTPRouteStarter
+	// S3Buckets provisions S3Bucket CRs.
+	S3Buckets *s3bucket.Reconciler
 	// Gate starts the controllers of third-party kinds while their CRDs are served.
 	Gate *crdgate.Gate
 	// Inventory are the inventory mirrors' reconcilers, by name (tests run their passes).
@@ -179,6 +184,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	if err := op.Gate.Setup(); err != nil {
 		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
+	}
+
+	// S3Bucket CRs → API buckets → credentials Secrets.
+	op.S3Buckets = &s3bucket.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Conn: op.Conn,
+		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("s3bucket"), Resync: o.S3Resync}
+	if err := op.S3Buckets.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up S3Bucket provisioning: %w", err)
 	}
 
 	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}

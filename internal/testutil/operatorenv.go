@@ -35,10 +35,11 @@ type OperatorEnv struct {
 	APIURL string
 	Op     *operator.Operator
 
-	log  logr.Logger
-	stop context.CancelFunc
-	done chan error
-	ts   *httptest.Server
+	log      logr.Logger
+	s3Resync time.Duration
+	stop     context.CancelFunc
+	done     chan error
+	ts       *httptest.Server
 }
 
 // OperatorEnvOptions tune StartOperatorEnv.
@@ -47,6 +48,8 @@ type OperatorEnvOptions struct {
 	Log            logr.Logger
 	// Configure edits the OperatorConfig before it is created.
 	Configure func(*v1.OperatorConfig)
+	// S3Resync is how often a Ready S3Bucket re-reads its credentials (default: the operator's).
+	S3Resync time.Duration
 }
 
 // StartOperatorEnv starts everything and waits until the local cluster is registered.
@@ -55,7 +58,7 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log}
+	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync}
 	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -101,7 +104,8 @@ func (e *OperatorEnv) StartOperator() error {
 	if err != nil {
 		return err
 	}
-	op, err := operator.Setup(mgr, operator.Options{Namespace: OperatorNamespace, Version: "0.0.1-test", RepairInterval: time.Hour})
+	op, err := operator.Setup(mgr, operator.Options{Namespace: OperatorNamespace, Version: "0.0.1-test", RepairInterval: time.Hour,
+		S3Resync: e.s3Resync})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,18 +107,21 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 		saKubeconfig = filepath.Join(workDir, "sa.kubeconfig")
 		writeKubeconfig(sa.Config(), saKubeconfig)
 
-		// The ServiceAccount is not an admin: least privilege holds. It reads Secrets
-		// (K8sApp discovery watches *.poly meta-Secrets cluster-wide, docs/k8sapps.md)
-		// but may not write or delete one outside what it owns.
+		// The ServiceAccount is not an admin: least privilege holds. It reads and
+		// writes Secrets (meta-Secret discovery, S3 credentials Secrets; docs/s3buckets.md),
+		// but may not touch workloads, Nodes or RBAC.
 		saClient, err := client.New(sa.Config(), client.Options{Scheme: testutil.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(saClient.List(ctx, &corev1.SecretList{})).To(Succeed())
-		err = saClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}})
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may create any Secret: %v", err)
-		err = saClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"))
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may delete Secrets: %v", err)
 		err = saClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "planted"}})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may create namespaces: %v", err)
+		err = saClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may delete Pods: %v", err)
+		err = saClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may create ConfigMaps: %v", err)
+		err = saClient.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the operator may bind roles: %v", err)
 	})
 
 	It("runs as its ServiceAccount with leader election, is healthy, and stops cleanly on SIGTERM", func() {

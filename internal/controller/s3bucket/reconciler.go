@@ -1,0 +1,550 @@
+// Package s3bucket provisions S3Bucket CRs through the Polycrate API and keeps
+// their credentials Secret (seed 002 "S3Bucket Provisioning: CR → API → Secret";
+// docs/s3buckets.md). Credentials never appear in logs, events, conditions or
+// errors: they only travel from the API's credentials endpoint into the Secret.
+package s3bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+
+// The keys of the credentials Secret.
+const (
+	KeyAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	KeySecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	KeyEndpoint        = "S3_ENDPOINT"
+	KeyRegion          = "S3_REGION"
+	KeyBucketName      = "BUCKET_NAME"
+)
+
+// Event reasons besides the shared ones.
+const (
+	ReasonSecretWritten = "SecretWritten"
+	ReasonBucketCreated = "BucketCreated"
+	ReasonBucketDeleted = "BucketDeleted"
+	ReasonBucketKept    = "BucketRetained"
+	ReasonSecretForeign = "SecretNotOwned"
+)
+
+// SecretName is the credentials Secret of a bucket: s3-<bucket-name>-credentials.
+func SecretName(bucket string) string { return "s3-" + bucket + "-credentials" }
+
+// Reconciler provisions one S3Bucket.
+type Reconciler struct {
+	Client   client.Client // cached S3Buckets; all writes
+	Reader   client.Reader // uncached: Secrets are never cached with their data
+	Config   *opconfig.Store
+	Conn     *agent.Connection
+	Recorder recorder.EventRecorder
+	Log      logr.Logger
+	// Resync is how often a Ready bucket compares its Secret with the API's
+	// credentials (rotation, tampering the watch did not see); default 5 minutes.
+	Resync time.Duration
+}
+
+// failure is an outcome with a reason for the Error phase.
+type failure struct {
+	reason, msg string
+	permanent   bool // bad input: wait for a change instead of retrying
+}
+
+func (f *failure) Error() string { return f.msg }
+
+// Reconcile runs the skeleton: get → deleting? → finalizer → claim → bucket →
+// credentials → Secret, with one status patch at the end when something changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &v1.S3Bucket{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, b)
+	}
+	before := b.DeepCopy()
+	res, err := r.reconcile(ctx, b)
+	if !equality.Semantic.DeepEqual(before.Status, b.Status) {
+		if perr := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket) (ctrl.Result, error) {
+	snap := r.Config.Get()
+	c := r.Conn.Client()
+	switch {
+	case snap == nil && !r.Config.Loaded():
+		return ctrl.Result{}, nil // just started: the configuration change wakes every bucket
+	case snap == nil:
+		r.pending(b, v1.ReasonOperatorConfigMissing, "no OperatorConfig: no bucket is provisioned")
+		return ctrl.Result{}, nil
+	case !opconfig.Enabled(snap.Spec.S3BucketProvisioning.Enabled):
+		r.pending(b, v1.ReasonDisabled, "s3_bucket_provisioning.enabled is false")
+		return ctrl.Result{}, nil
+	case c == nil:
+		r.pending(b, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	if owner, err := r.claimedBy(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	} else if owner != "" {
+		return r.fail(b, &failure{v1.ReasonAlreadyClaimed, fmt.Sprintf("bucket %q is already claimed by S3Bucket %s", b.Spec.Name, owner), true})
+	}
+	if !controllerutil.ContainsFinalizer(b, v1.FinalizerS3BucketCleanup) {
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.AddFinalizer(b, v1.FinalizerS3BucketCleanup)
+		if err := r.Client.Patch(ctx, b, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	bucket, err := r.bucket(ctx, c, b)
+	if err != nil {
+		return r.fail(b, err)
+	}
+	creds, err := c.BucketCredentials(ctx, bucket.ID)
+	switch {
+	case polycrate.IsNotFound(err):
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonRecreated, "Provision", "bucket %s was deleted in the API; provisioning it again", bucket.ID)
+		b.Status.APIID = ""
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		r.setPhase(b, v1.S3BucketPhaseWaitingForCredentials, v1.ReasonWaitingForCredentials, "bucket "+bucket.ID+" exists; reading its credentials failed: "+err.Error())
+		return r.retry(err)
+	}
+	cred := primary(creds)
+	if cred == nil {
+		r.setPhase(b, v1.S3BucketPhaseWaitingForCredentials, v1.ReasonWaitingForCredentials, "bucket "+bucket.ID+" exists; its credentials are not issued yet")
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	wrote, err := r.writeSecret(ctx, b, bucket, cred)
+	if err != nil {
+		return r.fail(b, err)
+	}
+	if wrote || b.Status.Phase != v1.S3BucketPhaseReady || b.Status.LastSyncedAt == nil {
+		now := metav1.Now() // only when something was written: a steady bucket writes nothing
+		b.Status.LastSyncedAt = &now
+	}
+	if p := b.Status.Phase; p != v1.S3BucketPhaseReady {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Ready", "Provision", "bucket %s is ready; credentials in Secret %s", b.Spec.Name, SecretName(b.Spec.Name))
+	}
+	r.setPhase(b, v1.S3BucketPhaseReady, "Ready", fmt.Sprintf("bucket %s (%s) is ready; credentials in Secret %s", b.Spec.Name, bucket.ID, SecretName(b.Spec.Name)))
+	b.Status.ObservedGeneration = b.Generation
+	return ctrl.Result{RequeueAfter: r.resync()}, nil
+}
+
+func (r *Reconciler) resync() time.Duration {
+	if r.Resync > 0 {
+		return r.Resync
+	}
+	return 5 * time.Minute
+}
+
+// bucket returns the API bucket of the CR: the one it already has, else an
+// existing one of the same name and region (adopt), else a new one.
+func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bucket) (*polycrate.Bucket, error) {
+	if id := b.Status.APIID; id != "" {
+		got, err := c.Buckets().Get(ctx, id)
+		switch {
+		case err == nil && !got.IsDeleted:
+			r.observe(b, got)
+			return got, nil
+		case err != nil && !polycrate.IsNotFound(err):
+			return nil, err
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonRecreated, "Provision", "bucket %s was deleted in the API; provisioning it again", id)
+		b.Status.APIID = ""
+	}
+	var regionID *string
+	if want := b.Spec.Region; want != "" {
+		regions, err := c.Regions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, reg := range regions {
+			names = append(names, reg.Name)
+			if reg.Name == want || (reg.Region != nil && *reg.Region == want) {
+				id := reg.ID
+				regionID = &id
+			}
+		}
+		if regionID == nil {
+			slices.Sort(names)
+			return nil, &failure{v1.ReasonUnknownRegion, fmt.Sprintf("region %q is not an S3 region of the Polycrate API; valid: %s", want, strings.Join(names, ", ")), true}
+		}
+	}
+	row, err := c.FindBucket(ctx, b.Spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if row != nil {
+		if regionID != nil && (row.Region == nil || row.Region.ID != *regionID) {
+			return nil, &failure{v1.ReasonBucketNameTaken, fmt.Sprintf("this workspace has a bucket %q in another region; it is not adopted", b.Spec.Name), true}
+		}
+		got, err := c.Buckets().Get(ctx, row.ID)
+		if err != nil {
+			return nil, err
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, v1.ReasonAdopted, "Provision", "adopted the existing bucket %s (%s)", b.Spec.Name, row.ID)
+		b.Status.APIID = row.ID
+		r.observe(b, got)
+		return got, nil
+	}
+	// Provisioning: shown before the (possibly slow) create.
+	r.setPhase(b, v1.S3BucketPhaseProvisioning, v1.ReasonProvisioning, "creating bucket "+b.Spec.Name+" in the Polycrate API")
+	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(&v1.S3Bucket{ObjectMeta: b.ObjectMeta})); err != nil && !apierrors.IsNotFound(err) {
+		r.Log.V(1).Info("cannot show the Provisioning phase", "error", err.Error())
+	}
+	created, err := c.CreateBucket(ctx, polycrate.BucketCreateRequest{Name: b.Spec.Name, Region: regionID,
+		Labels: map[string]string{"polycrate_source_namespace": b.Namespace, "polycrate_source_name": b.Name}})
+	switch {
+	case polycrate.IsConflict(err):
+		return nil, &failure{v1.ReasonBucketNameTaken, fmt.Sprintf("bucket name %q is taken (by another workspace or on this S3 cluster); choose another name", b.Spec.Name), true}
+	case polycrate.IsValidation(err) && strings.Contains(err.Error(), "new buckets"):
+		return nil, &failure{v1.ReasonQuotaExceeded, "the S3 cluster accepts no new buckets (quota or capacity): " + err.Error(), true}
+	case polycrate.IsValidation(err):
+		return nil, &failure{v1.ReasonAPIError, "the API refused the bucket: " + err.Error(), true}
+	case err != nil:
+		return nil, err
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketCreated, "Provision", "created bucket %s (%s)", b.Spec.Name, created.ID)
+	b.Status.APIID = created.ID
+	got, err := c.Buckets().Get(ctx, created.ID)
+	if err != nil {
+		return nil, err
+	}
+	r.observe(b, got)
+	return got, nil
+}
+
+func (r *Reconciler) observe(b *v1.S3Bucket, got *polycrate.Bucket) {
+	b.Status.Endpoint = deref(got.S3Endpoint)
+	b.Status.Region = b.Spec.Region
+	if b.Status.Region == "" {
+		b.Status.Region = deref(got.S3Region)
+	}
+	b.Status.SecretName = SecretName(b.Spec.Name)
+}
+
+func primary(creds []polycrate.BucketCredential) *polycrate.BucketCredential {
+	var first *polycrate.BucketCredential
+	for i := range creds {
+		c := &creds[i]
+		if c.AccessKey == nil || c.SecretKey == nil || *c.AccessKey == "" || *c.SecretKey == "" {
+			continue
+		}
+		if c.Type == "primary" {
+			return c
+		}
+		if first == nil {
+			first = c
+		}
+	}
+	return first
+}
+
+// writeSecret makes the credentials Secret exactly what it should be: created
+// when missing, restored when edited, updated when the API rotated the keys. A
+// Secret of that name the bucket does not own is never overwritten.
+func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *polycrate.Bucket, cred *polycrate.BucketCredential) (bool, error) {
+	want := map[string][]byte{
+		KeyAccessKeyID: []byte(*cred.AccessKey), KeySecretAccessKey: []byte(*cred.SecretKey),
+		KeyEndpoint: []byte(b.Status.Endpoint), KeyRegion: []byte(deref(bucket.S3Region)), KeyBucketName: []byte(b.Spec.Name),
+	}
+	labels := map[string]string{v1.LabelManagedBy: v1.ManagedByOperator, v1.LabelObjectType: v1.ObjectTypeCredentials,
+		v1.LabelS3BucketName: b.Spec.Name}
+	if reg := b.Status.Region; reg != "" {
+		labels[v1.LabelS3BucketRegion] = reg
+	}
+	owner := metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "S3Bucket", Name: b.Name, UID: b.UID,
+		Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+	s := &corev1.Secret{}
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
+	if apierrors.IsNotFound(err) {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: SecretName(b.Spec.Name), Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{owner}}, Type: corev1.SecretTypeOpaque, Data: want}
+		if err := r.Client.Create(ctx, s); err != nil {
+			return false, fmt.Errorf("creating Secret %s: %w", s.Name, scrub(err))
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonSecretWritten, "Provision", "wrote the credentials Secret %s", s.Name)
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
+	}
+	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != b.UID {
+		return false, &failure{ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten", s.Name), true}
+	}
+	if maps.EqualFunc(s.Data, want, func(a, b []byte) bool { return string(a) == string(b) }) && hasLabels(s.Labels, labels) && s.Type == corev1.SecretTypeOpaque {
+		return false, nil
+	}
+	s.Data, s.StringData = want, nil
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, labels)
+	if err := r.Client.Update(ctx, s); err != nil {
+		return false, fmt.Errorf("updating Secret %s: %w", s.Name, scrub(err))
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonSecretWritten, "Provision", "restored the credentials Secret %s from the API", s.Name)
+	return true, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// scrub keeps only the kind and reason of a Kubernetes error writing a Secret: an
+// admission webhook's message could echo the object.
+func scrub(err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return fmt.Errorf("%s (HTTP %d)", st.Status().Reason, st.Status().Code)
+	}
+	return errors.New("request failed")
+}
+
+// claimedBy names an S3Bucket (any namespace) declaring the same bucket name and
+// region that ranks before this one.
+func (r *Reconciler) claimedBy(ctx context.Context, b *v1.S3Bucket) (string, error) {
+	list := &v1.S3BucketList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return "", err
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == b.UID || o.Spec.Name != b.Spec.Name || o.Spec.Region != b.Spec.Region || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if older(o, b) {
+			return o.Namespace + "/" + o.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// older ranks claims: the one that already holds the API bucket, then the older
+// one (creation time has second precision), then namespace/name.
+func older(a, b *v1.S3Bucket) bool {
+	if (a.Status.APIID != "") != (b.Status.APIID != "") {
+		return a.Status.APIID != ""
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// finalize: reclaim_policy delete deletes the API bucket (404 counts as done),
+// retain keeps it; the Secret goes in both cases.
+func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, v1.FinalizerS3BucketCleanup) {
+		return ctrl.Result{}, nil
+	}
+	if id := b.Status.APIID; id != "" {
+		if b.Spec.ReclaimPolicy == "delete" {
+			c := r.Conn.Client()
+			if c == nil {
+				r.pending(b, v1.ReasonDeleting, "waiting for the Polycrate API connection to delete bucket "+id)
+				_ = r.Client.Status().Update(ctx, b)
+				return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+			}
+			if err := polycrate.IgnoreNotFound(c.Buckets().Delete(ctx, id)); err != nil {
+				if polycrate.IsTransient(err) {
+					return ctrl.Result{}, err
+				}
+				before := b.DeepCopy()
+				r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, "cannot delete bucket "+id+": "+err.Error())
+				r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIError, "Delete", "cannot delete bucket %s: %s", id, err.Error())
+				_ = r.Client.Status().Patch(ctx, b, client.MergeFrom(before))
+				return ctrl.Result{RequeueAfter: time.Minute}, nil
+			}
+			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketDeleted, "Delete", "deleted bucket %s (%s) (reclaim_policy delete)", b.Spec.Name, id)
+		} else {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketKept, "Delete", "kept bucket %s (%s) (reclaim_policy retain)", b.Spec.Name, id)
+		}
+	}
+	s := &corev1.Secret{}
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
+	switch {
+	case err == nil:
+		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == b.UID {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, s)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", s.Name, scrub(err))
+			}
+		}
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	controllerutil.RemoveFinalizer(b, v1.FinalizerS3BucketCleanup)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
+}
+
+// fail records an error by its nature: bad input → Error and wait for a change;
+// an API outage → keep the phase, say why, back off.
+func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		if r.setPhase(b, v1.S3BucketPhaseError, f.reason, f.msg) {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, f.reason, "Provision", "%s", f.msg)
+			r.Log.Info("S3Bucket not provisioned", "namespace", b.Namespace, "name", b.Name, "reason", f.reason, "message", f.msg)
+		}
+		return ctrl.Result{}, nil
+	case polycrate.IsUnauthorized(err), polycrate.IsForbidden(err):
+		if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonUnauthorized, err.Error()) {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonUnauthorized, "Provision", "%s", err.Error())
+		}
+		return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil
+	case polycrate.IsTransient(err):
+		r.condition(b, metav1.ConditionFalse, v1.ReasonAPIUnavailable, err.Error())
+		return r.retry(err)
+	}
+	if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, err.Error()) {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIError, "Provision", "%s", err.Error())
+	}
+	return ctrl.Result{}, err
+}
+
+func (r *Reconciler) retry(err error) (ctrl.Result, error) {
+	if wait := polycrate.RetryAfter(err); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	return ctrl.Result{}, err // exponential backoff
+}
+
+func (r *Reconciler) pending(b *v1.S3Bucket, reason, msg string) {
+	phase := b.Status.Phase
+	if phase == "" || phase == v1.S3BucketPhaseError {
+		phase = v1.S3BucketPhasePending
+	}
+	r.setPhase(b, phase, reason, msg)
+}
+
+// setPhase sets phase, message and the Ready condition; true when the phase or
+// reason changed.
+func (r *Reconciler) setPhase(b *v1.S3Bucket, phase, reason, msg string) bool {
+	changed := b.Status.Phase != phase
+	b.Status.Phase, b.Status.Message = phase, msg
+	status := metav1.ConditionFalse
+	if phase == v1.S3BucketPhaseReady {
+		status = metav1.ConditionTrue
+	}
+	return r.condition(b, status, reason, msg) || changed
+}
+
+func (r *Reconciler) condition(b *v1.S3Bucket, status metav1.ConditionStatus, reason, msg string) bool {
+	prev := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
+	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: b.Generation})
+	return prev == nil || prev.Status != status || prev.Reason != reason
+}
+
+// SetupWithManager watches S3Buckets (spec changes and deletion; a bucket's
+// deletion also wakes the buckets it held a claim against), the credentials
+// Secrets by metadata (through their owner reference), and configuration changes.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) error {
+	wake := make(chan event.GenericEvent, 256)
+	changes := r.Config.Subscribe()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changes:
+				list := &v1.S3BucketList{}
+				if err := mgr.GetClient().List(ctx, list); err != nil {
+					continue
+				}
+				for i := range list.Items {
+					wake <- event.GenericEvent{Object: &list.Items[i]}
+				}
+			}
+		}
+	})); err != nil {
+		return err
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	sameName := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		b, ok := o.(*v1.S3Bucket)
+		if !ok {
+			return nil
+		}
+		list := &v1.S3BucketList{}
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range list.Items {
+			if list.Items[i].Spec.Name == b.Spec.Name && list.Items[i].UID != b.UID {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("s3bucket").
+		For(&v1.S3Bucket{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1.S3Bucket{}, sameName, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(e event.UpdateEvent) bool {
+				return !e.ObjectNew.GetDeletionTimestamp().IsZero()
+			}, DeleteFunc: func(event.DeleteEvent) bool { return true }})).
+		Watches(secret, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.S3Bucket{}, handler.OnlyControllerOwner()),
+			builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options(maxConcurrent)).
+		Complete(r)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ptrTo[T any](v T) *T { return &v }

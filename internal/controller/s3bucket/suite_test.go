@@ -1,0 +1,76 @@
+package s3bucket_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
+)
+
+const (
+	timeout = 30 * time.Second
+	poll    = 100 * time.Millisecond
+)
+
+var (
+	oe  *testutil.OperatorEnv
+	k8s client.Client
+	api *emulator.Server
+	ctx = context.Background()
+
+	// logs holds everything the operator logged in this suite (the secrets test
+	// searches it).
+	logs   bytes.Buffer
+	logsMu sync.Mutex
+)
+
+func TestS3Buckets(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "S3Bucket provisioning (envtest + emulator)")
+}
+
+var _ = BeforeSuite(func() {
+	log := funcr.New(func(prefix, args string) {
+		logsMu.Lock()
+		fmt.Fprintln(&logs, prefix, args)
+		logsMu.Unlock()
+		fmt.Fprintln(GinkgoWriter, prefix, args)
+	}, funcr.Options{Verbosity: 10})
+	var err error
+	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: log, S3Resync: 2 * time.Second})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, api = oe.K8s, oe.API
+})
+
+var _ = AfterSuite(func() {
+	if oe != nil {
+		Expect(oe.Stop()).To(Succeed())
+	}
+})
+
+func freshNamespace() string { return specs.Namespace(k8s, "s3") }
+
+func apiClient() *polycrate.Client { return oe.Client() }
+
+func systemClient() *polycrate.Client {
+	c, _ := polycrate.New(polycrate.Options{BaseURL: oe.APIURL, Token: polycrate.StaticToken(emulator.DevSystemToken)})
+	return c
+}
+
+func logged() string {
+	logsMu.Lock()
+	defer logsMu.Unlock()
+	return logs.String()
+}
