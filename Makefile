@@ -59,8 +59,13 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand).
+test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
+	rm -rf bin/demo-test
+	DEMO_ONCE=1 go run ./hack/demo -state-dir bin/demo-test -api-addr 127.0.0.1:18090 \
+	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
+	  || { tail -50 bin/demo-test.log; echo "make test: the demo did not converge (log: bin/demo-test.log)"; exit 1; }
+	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
 
 .PHONY: bench
 bench: ## Run the benchmarks (no tests, no control plane).

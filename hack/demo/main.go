@@ -1,9 +1,12 @@
 // Command demo runs the Polycrate Operator on embedded defaults, on one machine,
 // with nothing installed: the Polycrate API emulator (default seed, data in
 // bin/demo/api.db), a local control plane (the envtest kube-apiserver and etcd
-// built by `make envtest`), the operator's CRDs, the polycrate namespace, the API
-// token Secret and an OperatorConfig pointing at the emulator, and the operator. It prints how to reach the cluster
-// and stops everything it started on Ctrl-C.
+// built by `make envtest`, with the Gateway-API, cert-manager and Velero CRDs),
+// the operator's CRDs, the polycrate namespace, the API token Secret and an
+// OperatorConfig pointing at the emulator, the operator, and demo workloads for
+// every feature (workloads.go). It waits until everything is synced, prints what
+// the API holds, and stops everything it started on Ctrl-C. With DEMO_ONCE=1 it
+// exits after convergence: 0, or 1 naming what did not converge.
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/manager"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
 
@@ -64,7 +68,7 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	}()
 
 	fmt.Println("» starting a local control plane (kube-apiserver + etcd)")
-	env, cfg, err := testutil.Start(testutil.Options{})
+	env, cfg, err := testutil.Start(testutil.Options{ThirdPartyCRDs: true})
 	if err != nil {
 		return err
 	}
@@ -107,8 +111,45 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 		return err
 	}
 
+	root := cli.NewRootCommand()
+	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
+		"--graceful-shutdown-timeout", (10 * time.Second).String()})
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	opDone := make(chan error, 1)
+	go func() { opDone <- root.ExecuteContext(opCtx) }()
+	stopAll := func() error {
+		stopOperator()
+		return <-opDone
+	}
+
+	fmt.Println("» applying the demo workloads (the simulator plays kubelet, cert-manager and Velero)")
+	if err := applyWorkloads(ctx, c); err != nil {
+		_ = stopAll()
+		return err
+	}
+	fmt.Println("» waiting until the operator has synced everything")
+	if err := waitConverged(ctx, c, 3*time.Minute); err != nil {
+		_ = stopAll()
+		return err
+	}
+	apiClient, err := polycrate.New(polycrate.Options{BaseURL: "http://" + apiAddr, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	if err != nil {
+		_ = stopAll()
+		return err
+	}
+	fmt.Println("\n» what the Polycrate API now holds (as this cluster's agent sees it):")
+	if err := printAPI(ctx, os.Stdout, apiClient); err != nil {
+		_ = stopAll()
+		return err
+	}
+	if os.Getenv("DEMO_ONCE") == "1" {
+		fmt.Println("\n» converged; DEMO_ONCE=1: stopping")
+		return stopAll()
+	}
 	fmt.Printf(`
-The local cluster is up, and the Polycrate API emulator at http://%s
+Everything is synced. The Polycrate API emulator runs at http://%s
 (open it in a browser; agent token %q). In another shell:
 
   export KUBECONFIG=%s
@@ -119,12 +160,7 @@ The local cluster is up, and the Polycrate API emulator at http://%s
 Press Ctrl-C to stop everything.
 
 `, apiAddr, emulator.DevAgentToken, kubeconfig, probeAddr)
-
-	root := cli.NewRootCommand()
-	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
-		"--graceful-shutdown-timeout", (10 * time.Second).String()})
-	return root.ExecuteContext(ctx)
+	return <-opDone
 }
 
 func ensure(ctx context.Context, c client.Client, obj client.Object) error {

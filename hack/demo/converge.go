@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// expectation is one kind the demo waits for: at least min objects, each in a
+// finished phase.
+type expectation struct {
+	kind string
+	list client.ObjectList
+	min  int
+	done []string // phases that count as converged
+}
+
+var expectations = []expectation{
+	{"Endpoint", &v1.EndpointList{}, 5, []string{"synced"}},
+	{"K8sApp", &v1.K8sAppList{}, 3, []string{"Synced"}},
+	{"Host", &v1.HostList{}, 2, []string{"Synced"}},
+	{"K8sVolume", &v1.K8sVolumeList{}, 1, []string{"Synced"}},
+	{"Backup", &v1.BackupList{}, 1, []string{"Synced"}},
+	{"BackupSchedule", &v1.BackupScheduleList{}, 1, []string{"Synced"}},
+	{"Certificate", &v1.CertificateList{}, 1, []string{"Synced"}},
+	{"S3Bucket", &v1.S3BucketList{}, 1, []string{"Ready"}},
+}
+
+// pending lists what has not converged yet ("" when everything has).
+func pending(ctx context.Context, c client.Client) string {
+	var missing []string
+	for _, e := range expectations {
+		if err := c.List(ctx, e.list); err != nil {
+			missing = append(missing, fmt.Sprintf("%s: %v", e.kind, err))
+			continue
+		}
+		items, _ := meta.ExtractList(e.list)
+		if len(items) < e.min {
+			missing = append(missing, fmt.Sprintf("%s: %d of %d", e.kind, len(items), e.min))
+			continue
+		}
+		for _, it := range items {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
+			if err != nil {
+				continue
+			}
+			phase, _, _ := unstructured.NestedString(u, "status", "phase")
+			msg, _, _ := unstructured.NestedString(u, "status", "message")
+			if !contains(e.done, phase) {
+				o := it.(client.Object)
+				missing = append(missing, fmt.Sprintf("%s %s/%s: phase %q %s", e.kind, o.GetNamespace(), o.GetName(), phase, msg))
+			}
+		}
+	}
+	return strings.Join(missing, "; ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// waitConverged polls until everything converged or the deadline passes.
+func waitConverged(ctx context.Context, c client.Client, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		left := pending(ctx, c)
+		if left == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not converged within %s: %s", within, left)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// printAPI prints what the Polycrate API now holds, as the agent sees it.
+func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "API RESOURCE\tNAME\tDETAILS")
+	add := func(resource, name, details string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", resource, name, details) }
+	eps, err := api.Endpoints().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, e := range eps {
+		d, err := api.Endpoints().Get(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		add("endpoints", d.RemoteAddress, fmt.Sprintf("port %d, %s", deref(d.RemotePort), appOf(d.K8sApp)))
+	}
+	apps, err := api.K8sApps().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].ID < apps[j].ID })
+	for _, a := range apps {
+		d, err := api.K8sApps().Get(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		src := ""
+		if d.Source != nil {
+			src = *d.Source
+		}
+		add("kubernetes/apps", d.Name, fmt.Sprintf("kind %s, source %s, pods %d/%d ready, installed %v, byoa %v, block linked %v",
+			d.Kind, orDash(src), d.PodsReady, d.PodsTotal, d.Installed, d.BYOA, d.Block != nil))
+	}
+	hosts, err := api.Hosts().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		d, err := api.Hosts().Get(ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		add("hosts", d.Hostname, fmt.Sprintf("%s, %d cores, %d MB, %s", deref(d.DefaultIPv4), deref(d.ResourceCPUCores), deref(d.ResourceMemory), deref(d.ProviderReference)))
+	}
+	vols, err := api.K8sVolumes().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		d, err := api.K8sVolumes().Get(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		add("kubernetes/volumes", d.Name, fmt.Sprintf("%s, %d bytes, claim %s/%s", d.Phase, deref(d.CapacityBytes), deref(d.PVCNamespace), deref(d.PVCName)))
+	}
+	backups, err := api.Backups().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, b := range backups {
+		add("backups/backups", b.Name, fmt.Sprintf("%s, %s, %s", b.Provider, b.Kind, b.Status))
+	}
+	schedules, err := api.BackupSchedules().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, s := range schedules {
+		d, err := api.BackupSchedules().Get(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		add("backups/backup-schedules", d.Name, fmt.Sprintf("%s, %q, paused %v", d.Provider, deref(d.ScheduleCron), d.Paused))
+	}
+	certs, err := api.Certificates().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, ct := range certs {
+		add("certificates", ct.Name, fmt.Sprintf("%s/%s, %s", ct.Namespace, ct.Name, ct.CertificateStatus))
+	}
+	buckets, err := api.Buckets().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, b := range buckets {
+		d, err := api.Buckets().Get(ctx, b.ID)
+		if err != nil {
+			return err
+		}
+		add("s3/buckets", d.Name, deref(d.S3Endpoint))
+	}
+	return tw.Flush()
+}
+
+func appOf(r *polycrate.Ref) string {
+	if r == nil {
+		return "no app"
+	}
+	return "app " + r.ID
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
