@@ -39,6 +39,7 @@ Polycrate API. It is configured by one OperatorConfig named "default" in its nam
 		newInstallCRDsCommand(),
 		newHealthCommand(),
 		newStatusCommand(),
+		newCleanupCommand(),
 		newVersionCommand(),
 	)
 	return root
