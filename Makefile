@@ -42,8 +42,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from markers.
+manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/rbac/role.yaml) from markers, and copy both into the Helm chart.
 	$(CONTROLLER_GEN) rbac:roleName=polycrate-operator-manager crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/gen-chart
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods and the resource tables of docs/api-contract.md.

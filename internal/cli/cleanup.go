@@ -7,8 +7,10 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,6 +38,9 @@ func ownFinalizer(f string) bool { return strings.HasPrefix(f, "polycrate.io/") 
 
 // cleanupOptions steer a cleanup run.
 type cleanupOptions struct {
+	// ScaleDown names the operator's Deployment (in Namespace) to scale to zero
+	// first, so it cannot put finalizers back (the chart's pre-delete hook).
+	ScaleDown string
 	RetireAPI bool
 	DryRun    bool
 	Namespace string // the operator's: token Secret and OperatorConfig, for --retire-api
@@ -67,11 +72,17 @@ cleanup; their credentials Secrets stay. Without --retire-api the API keeps its 
 	kf.bind(cmd)
 	cmd.Flags().BoolVar(&o.RetireAPI, "retire-api", false, "retire the API objects of the operator's resources before removing the finalizers")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "only print what would be changed")
+	cmd.Flags().StringVar(&o.ScaleDown, "scale-down", "", "first scale this Deployment (the operator's, in --operator-namespace) to zero and wait for it")
 	cmd.Flags().StringVar(&o.Namespace, "operator-namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig and token Secret, for --retire-api ($POD_NAMESPACE)")
 	return cmd
 }
 
 func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOptions) error {
+	if o.ScaleDown != "" && !o.DryRun {
+		if err := scaleDown(ctx, c, out, o.Namespace, o.ScaleDown); err != nil {
+			return err
+		}
+	}
 	var api *polycrate.Client
 	if o.RetireAPI && !o.DryRun {
 		var err error
@@ -108,6 +119,37 @@ func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOp
 		verb = "would remove"
 	}
 	fmt.Fprintf(out, "cleanup: %s the operator's finalizers from %d objects\n", verb, total)
+	return nil
+}
+
+// scaleDown scales the operator's Deployment to zero and waits until no replica
+// runs (at most two minutes); a missing Deployment is fine.
+func scaleDown(ctx context.Context, c client.Client, out io.Writer, namespace, name string) error {
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading Deployment %s/%s: %w", namespace, name, err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	zero := int32(0)
+	d.Spec.Replicas = &zero
+	if err := c.Patch(ctx, d, patch); err != nil {
+		return fmt.Errorf("scaling Deployment %s/%s to zero: %w", namespace, name, err)
+	}
+	fmt.Fprintf(out, "scaled Deployment %s/%s to zero\n", namespace, name)
+	deadline := time.Now().Add(2 * time.Minute)
+	for d.Status.Replicas > 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
 	return nil
 }
 

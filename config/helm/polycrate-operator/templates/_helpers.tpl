@@ -1,0 +1,22 @@
+{{- define "pco.name" -}}polycrate-operator{{- end -}}
+
+{{- define "pco.labels" -}}
+app.kubernetes.io/name: polycrate-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "pco.selector" -}}
+app.kubernetes.io/name: polycrate-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "pco.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "pco.tokenSecret" -}}
+{{ .Values.apiSync.existingSecret | default "polycrate-api-creds" }}
+{{- end -}}

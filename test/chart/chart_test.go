@@ -1,0 +1,311 @@
+// Package chart_test renders the Helm chart with Helm's Go library and has the
+// envtest API server check every rendered object in server-side dry-run.
+package chart_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+)
+
+var (
+	env  *envtest.Environment
+	cfg  *rest.Config
+	k8s  client.Client
+	ctx  = context.Background()
+	pchr *chart.Chart
+)
+
+func TestChart(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Helm chart (rendered with Helm's library, checked by envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, cfg, err = testutil.Start(testutil.Options{OwnCRDs: true, ThirdPartyCRDs: true})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join(testutil.RepoRoot(), "test", "crds", "monitoring")}})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "polycrate"}})).To(Succeed())
+	pchr, err = loader.Load(filepath.Join(testutil.RepoRoot(), "config", "helm", "polycrate-operator"))
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// render renders the chart with values (validated against values.schema.json).
+func render(values map[string]any) ([]*unstructured.Unstructured, error) {
+	vals, err := chartutil.ToRenderValues(pchr, values, chartutil.ReleaseOptions{Name: "polycrate-operator", Namespace: "polycrate",
+		IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(pchr, vals)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*unstructured.Unstructured
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, doc := range strings.Split(files[n], "\n---") {
+			if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(doc), "---")) == "" {
+				continue
+			}
+			m := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+				return nil, err
+			}
+			if len(m) == 0 {
+				continue
+			}
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return out, nil
+}
+
+func mustRender(values map[string]any) []*unstructured.Unstructured {
+	GinkgoHelper()
+	objs, err := render(values)
+	Expect(err).NotTo(HaveOccurred())
+	return objs
+}
+
+// dryRun has the API server check every object (server-side apply, strict fields, dry run).
+func dryRun(objs []*unstructured.Unstructured) {
+	GinkgoHelper()
+	for _, o := range objs {
+		err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("chart-test"), client.ForceOwnership,
+			client.DryRunAll)
+		Expect(err).NotTo(HaveOccurred(), "%s %s", o.GetKind(), o.GetName())
+	}
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func kinds(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	return out
+}
+
+func rulesOf(o *unstructured.Unstructured) []rbacv1.PolicyRule {
+	GinkgoHelper()
+	Expect(o).NotTo(BeNil())
+	b, err := yaml.Marshal(o.Object["rules"])
+	Expect(err).NotTo(HaveOccurred())
+	var rules []rbacv1.PolicyRule
+	Expect(yaml.Unmarshal(b, &rules)).To(Succeed())
+	return rules
+}
+
+// markerRBAC reads config/rbac/role.yaml (generated from the markers).
+func markerRBAC() (cluster, namespaced []rbacv1.PolicyRule) {
+	GinkgoHelper()
+	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var r struct {
+			Kind  string              `json:"kind"`
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
+		Expect(yaml.Unmarshal([]byte(doc), &r)).To(Succeed())
+		switch r.Kind {
+		case "ClusterRole":
+			cluster = r.Rules
+		case "Role":
+			namespaced = r.Rules
+		}
+	}
+	return cluster, namespaced
+}
+
+// flatten turns rules into sorted "group/resource:verb" strings (rule order and
+// grouping do not matter).
+func flatten(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, g+"/"+res+":"+v+"@"+strings.Join(r.ResourceNames, ","))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var allFeatures = map[string]any{
+	"replicas":          2,
+	"image":             map[string]any{"repository": "registry.example.com/polycrate-operator", "tag": "0.1.0-test", "pullSecrets": []any{map[string]any{"name": "regcred"}}},
+	"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+	"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}},
+	"priorityClassName": "system-cluster-critical",
+	"apiSync":           map[string]any{"token": "polycrate-dev-agent-token"},
+	"operatorConfig": map[string]any{"create": true, "spec": map[string]any{
+		"api_sync":           map[string]any{"api_url": "https://api.polycrate.io"},
+		"local_cluster":      map[string]any{"cluster_name": "production"},
+		"endpoint_discovery": map[string]any{"mode": "annotation"}}},
+	"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+	"podDisruptionBudget": map[string]any{"enabled": true},
+	"networkPolicy":       map[string]any{"enabled": true},
+	"dns01Webhook":        map[string]any{"enabled": true},
+	"cleanupHook":         map[string]any{"retireAPI": true},
+}
+
+var _ = Describe("the Helm chart", func() {
+	It("renders with default values, and the API server accepts every object", func() {
+		objs := mustRender(nil)
+		Expect(kinds(objs)).To(ContainElements("ServiceAccount/polycrate-operator", "ClusterRole/polycrate-operator-manager",
+			"Deployment/polycrate-operator", "Service/polycrate-operator-metrics", "Job/polycrate-operator-cleanup"))
+		Expect(find(objs, "Secret", "polycrate-api-creds")).To(BeNil(), "no token given: no Secret")
+		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).To(BeNil(), "the DNS01 webhook is off by default")
+		dryRun(objs)
+
+		d := find(objs, "Deployment", "polycrate-operator")
+		c, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		ctr := c[0].(map[string]any)
+		Expect(ctr["image"]).To(Equal("ghcr.io/polycrate/polycrate-operator:0.1.0")) // the chart's appVersion
+		sc := ctr["securityContext"].(map[string]any)
+		Expect(sc["allowPrivilegeEscalation"]).To(BeFalse())
+		Expect(sc["readOnlyRootFilesystem"]).To(BeTrue())
+		Expect(sc["capabilities"]).To(Equal(map[string]any{"drop": []any{"ALL"}}))
+		psc, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec", "securityContext")
+		Expect(psc["runAsNonRoot"]).To(BeTrue())
+		Expect(psc["seccompProfile"]).To(Equal(map[string]any{"type": "RuntimeDefault"}))
+		Expect(ctr["args"]).To(ContainElement("--leader-elect"))
+		Expect(ctr["args"]).NotTo(ContainElement("--install-crds=false"))
+	})
+
+	It("renders with every feature on, and the API server accepts every object", func() {
+		objs := mustRender(allFeatures)
+		Expect(kinds(objs)).To(ContainElements("Secret/polycrate-api-creds", "OperatorConfig/default", "ServiceMonitor/polycrate-operator",
+			"PodDisruptionBudget/polycrate-operator", "NetworkPolicy/polycrate-operator", "APIService/v1alpha1.webhook.dns.polycrate.io",
+			"Certificate/polycrate-operator-dns01-tls", "ClusterRoleBinding/polycrate-operator-dns01:domain-solver"))
+		dryRun(objs)
+		oc := find(objs, "OperatorConfig", "default")
+		ref, _, _ := unstructured.NestedMap(oc.Object, "spec", "api_sync", "credentials_ref")
+		Expect(ref).To(Equal(map[string]any{"secret_name": "polycrate-api-creds", "token_key": "token"}))
+		np := find(objs, "NetworkPolicy", "polycrate-operator")
+		b, _ := yaml.Marshal(np.Object["spec"])
+		Expect(string(b)).To(ContainSubstring("port: 8888"))
+		Expect(string(b)).To(ContainSubstring("port: 8443"))
+		job := find(objs, "Job", "polycrate-operator-cleanup")
+		c, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
+		Expect(c[0].(map[string]any)["args"]).To(ContainElements("cleanup", "--retire-api", "--scale-down=polycrate-operator"))
+	})
+
+	It("grants exactly the RBAC the markers generate; CRD writes only with crds.install", func() {
+		cluster, namespaced := markerRBAC()
+		objs := mustRender(allFeatures)
+		Expect(flatten(rulesOf(find(objs, "ClusterRole", "polycrate-operator-manager")))).To(Equal(flatten(cluster)))
+		Expect(flatten(rulesOf(find(objs, "Role", "polycrate-operator-manager")))).To(ContainElements(flatten(namespaced)))
+
+		off := mustRender(map[string]any{"crds": map[string]any{"install": false}})
+		rules := flatten(rulesOf(find(off, "ClusterRole", "polycrate-operator-manager")))
+		Expect(rules).NotTo(ContainElement(HavePrefix("apiextensions.k8s.io/customresourcedefinitions:create")))
+		Expect(rules).NotTo(ContainElement(HavePrefix("apiextensions.k8s.io/customresourcedefinitions:patch")))
+		Expect(rules).To(ContainElement(HavePrefix("apiextensions.k8s.io/customresourcedefinitions:watch")))
+		d := find(off, "Deployment", "polycrate-operator")
+		c, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		Expect(c[0].(map[string]any)["args"]).To(ContainElement("--install-crds=false"))
+		for _, o := range append(objs, off...) {
+			if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+				for _, r := range rulesOf(o) {
+					if o.GetName() == "polycrate-operator-dns01:domain-solver" {
+						continue // cert-manager's solver permission on the webhook's own group
+					}
+					Expect(r.Verbs).NotTo(ContainElement("*"), o.GetName())
+					Expect(r.Resources).NotTo(ContainElement("*"), o.GetName())
+				}
+			}
+		}
+	})
+
+	It("would catch a schema error: the API server refuses an unknown field in dry-run", func() {
+		objs := mustRender(nil)
+		d := find(objs, "Deployment", "polycrate-operator").DeepCopy()
+		Expect(unstructured.SetNestedField(d.Object, "yes", "spec", "template", "spec", "hostNetwrk")).To(Succeed())
+		err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(d), client.FieldOwner("chart-test"), client.ForceOwnership, client.DryRunAll)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("hostNetwrk"))
+	})
+
+	It("rejects bad values with a message (values.schema.json)", func() {
+		for _, bad := range []map[string]any{
+			{"replicas": "two"},
+			{"replica": 2},
+			{"image": map[string]any{"pullPolicy": "Sometimes"}},
+			{"metrics": map[string]any{"service": map[string]any{"port": 70000}}},
+			{"dns01Webhook": map[string]any{"groupName": "Not A Group"}},
+			{"crds": map[string]any{"install": "yes"}},
+		} {
+			_, err := render(bad)
+			Expect(err).To(HaveOccurred(), "%v", bad)
+			Expect(err.Error()).To(ContainSubstring("values don't meet the specifications of the schema"), "%v", bad)
+		}
+	})
+
+	It("ships the generated CRDs unchanged", func() {
+		bases, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pchr.CRDObjects()).To(HaveLen(len(bases)))
+		for _, f := range bases {
+			want, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			found := false
+			for _, crd := range pchr.CRDObjects() {
+				if filepath.Base(crd.Filename) == filepath.Base(f) {
+					found = true
+					Expect(string(crd.File.Data)).To(Equal(string(want)), crd.Filename)
+				}
+			}
+			Expect(found).To(BeTrue(), f)
+		}
+	})
+})
