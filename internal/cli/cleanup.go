@@ -34,7 +34,9 @@ var finalizedSources = []struct {
 }
 
 // ownFinalizer: every finalizer the operator sets on its own CRs.
-func ownFinalizer(f string) bool { return strings.HasPrefix(f, "polycrate.io/") && strings.HasSuffix(f, "-cleanup") }
+func ownFinalizer(f string) bool {
+	return strings.HasPrefix(f, "polycrate.io/") && strings.HasSuffix(f, "-cleanup")
+}
 
 // cleanupOptions steer a cleanup run.
 type cleanupOptions struct {
