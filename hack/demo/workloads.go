@@ -181,7 +181,7 @@ func nodesAndVolumes(ctx context.Context, c client.Client) error {
 		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")},
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: "hcloud-volumes",
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, VolumeMode: &fs,
-			ClaimRef: &corev1.ObjectReference{Namespace: "shop", Name: "data-shop-0"},
+			ClaimRef:               &corev1.ObjectReference{Namespace: "shop", Name: "data-shop-0"},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.hetzner.cloud", VolumeHandle: "100200300"}}}}
 	if err := ensure(ctx, c, pv); err != nil {
 		return err
