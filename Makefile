@@ -110,6 +110,10 @@ docker-push: ## Push the container image.
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.
 	go run ./cmd/polycrate-operator install-crds
 
+.PHONY: deploy
+deploy: manifests ## Deploy the operator with kustomize (config/default) into the current cluster.
+	kubectl apply -k config/default
+
 .PHONY: uninstall
 uninstall: manifests ## Delete the CRDs (and with them every custom resource!) from the current cluster.
 	go run ./cmd/polycrate-operator crds | kubectl delete --ignore-not-found -f -
