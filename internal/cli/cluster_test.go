@@ -1,11 +1,13 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/cli"
 )
 
 func countLines(out, re string) int {
@@ -117,14 +120,16 @@ var _ = Describe("against a cluster", Ordered, func() {
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
-		var logs strings.Builder
+		logs := &syncBuffer{}
 		go func() {
 			defer GinkgoRecover()
-			_, stderr, err := execute(runCtx, "run", "--kubeconfig", kubeconfig, "--leader-elect",
+			cmd := cli.NewRootCommand()
+			cmd.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--leader-elect",
 				"--namespace", "polycrate", "--health-probe-bind-address", probeAddr,
-				"--metrics-bind-address", metricsAddr, "--graceful-shutdown-timeout", "10s")
-			logs.WriteString(stderr)
-			done <- err
+				"--metrics-bind-address", metricsAddr, "--graceful-shutdown-timeout", "10s"})
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(logs)
+			done <- cmd.ExecuteContext(runCtx)
 		}()
 
 		Eventually(func() error {
@@ -145,6 +150,8 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 		Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
 
+		// The leader says once that there is no OperatorConfig.
+		Eventually(logs.String, 30*time.Second).Should(ContainSubstring("no OperatorConfig: the operator discovers nothing until one exists"))
 		cancel()
 		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
 		Expect(logs.String()).To(ContainSubstring("starting polycrate-operator"))
@@ -166,3 +173,21 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("loading kubeconfig /does/not/exist")))
 	})
 })
+
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
