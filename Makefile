@@ -69,8 +69,9 @@ test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envt
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
 
 .PHONY: bench
-bench: ## Run the benchmarks (no tests, no control plane).
+bench: envtest ## Run the benchmarks, then the scale harness (test/perf; PERF_ARGS for sizes). Not part of make test.
 	go test -run '^$$' -bench . -benchmem ./...
+	go run ./test/perf $(PERF_ARGS)
 
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.

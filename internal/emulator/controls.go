@@ -144,3 +144,15 @@ func (s *Server) Collisions() []Collision {
 	defer s.mu.Unlock()
 	return append([]Collision{}, s.collisions...)
 }
+
+// Live counts a resource's objects that are not deleted (in-process tests and the
+// scale harness).
+func (s *Server) Live(resource string) int {
+	n := 0
+	for _, o := range s.store.List(resource) {
+		if o.DeletedAt == nil {
+			n++
+		}
+	}
+	return n
+}

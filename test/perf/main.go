@@ -1,0 +1,750 @@
+// Command perf is the scale harness (docs/performance.md): one run starts envtest
+// (a real kube-apiserver and etcd) and the Polycrate API emulator, generates the
+// workload, runs the built operator binary as its own process, and measures, in
+// the same run: the machine's write ceiling for the workload, convergence and its
+// ratio to the ceiling, redundant writes after a restart, memory per cached Pod
+// and Secret, propagation latency of annotation changes, and a write brownout.
+// It prints a table and writes test/perf/out/results.json and convergence.svg.
+//
+//	go run ./test/perf [-ingresses 5000] [-pods 20000] [-secrets 5000] …
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil"
+)
+
+type config struct {
+	ingresses, hosts, pods, annotatedPods, secrets, changes, concurrency int
+	restartWindow, brownout, timeout                                     time.Duration
+	brownoutIngresses                                                    int
+	out                                                                  string
+}
+
+// Results is what one run measured.
+type Results struct {
+	Machine                 string     `json:"machine"`
+	Ingresses               int        `json:"ingresses"`
+	Endpoints               int        `json:"endpoints"`
+	CeilingSeconds          float64    `json:"write_ceiling_seconds"`
+	CeilingWrites           int        `json:"write_ceiling_writes"`
+	ConvergenceSeconds      float64    `json:"convergence_seconds"`
+	ConvergenceRatio        float64    `json:"convergence_ratio_to_ceiling"`
+	RestartAPIWrites        int        `json:"restart_api_writes"`
+	RestartAgentWrites      int        `json:"restart_agent_writes"`
+	RestartK8sWrites        int        `json:"restart_k8s_writes"`
+	RestartIdleSeconds      float64    `json:"restart_idle_seconds"`
+	Pods                    int        `json:"pods"`
+	Secrets                 int        `json:"secrets"`
+	HeapBaseBytes           float64    `json:"heap_base_bytes"`
+	BytesPerPod             float64    `json:"heap_bytes_per_pod"`
+	BytesPerSecret          float64    `json:"heap_bytes_per_secret"`
+	RSSBytes                float64    `json:"operator_rss_bytes"`
+	PropagationP50Ms        float64    `json:"propagation_p50_ms"`
+	PropagationP99Ms        float64    `json:"propagation_p99_ms"`
+	BrownoutSeconds         float64    `json:"brownout_seconds"`
+	BrownoutRecoverySeconds float64    `json:"brownout_recovery_seconds"`
+	BrownoutDuplicates      int        `json:"brownout_duplicates"`
+	BrownoutExtraWriteCalls int        `json:"brownout_extra_write_calls"`
+	ConvergenceTimeline     [][2]int64 `json:"convergence_timeline_ms_synced"`
+	Notes                   []string   `json:"notes,omitempty"`
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.ingresses, "ingresses", 5000, "annotated Ingresses present before the operator starts")
+	flag.IntVar(&c.hosts, "hosts", 2, "hosts per Ingress")
+	flag.IntVar(&c.pods, "pods", 20000, "Pods in the cluster for the memory phase")
+	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of those, annotated polycrate_k8sapp_name (100 apps)")
+	flag.IntVar(&c.secrets, "secrets", 5000, "unrelated 4 KiB Secrets for the memory phase")
+	flag.IntVar(&c.changes, "changes", 200, "annotation changes for the propagation phase")
+	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling")
+	flag.DurationVar(&c.restartWindow, "restart-window", 2*time.Minute, "how long to count writes after a restart")
+	flag.DurationVar(&c.brownout, "brownout", 60*time.Second, "how long the API fails every write in the brownout phase")
+	flag.IntVar(&c.brownoutIngresses, "brownout-ingresses", 500, "Ingresses created for the brownout phase")
+	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up on a phase after this long")
+	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json and convergence.svg go")
+	flag.Parse()
+	r, err := run(context.Background(), c)
+	if r != nil {
+		printTable(os.Stdout, r)
+		if werr := write(c.out, r); werr != nil {
+			fmt.Fprintln(os.Stderr, "perf:", werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+type harness struct {
+	cfg    config
+	k8s    client.Client
+	rest   *rest.Config
+	api    *emulator.Server
+	apiURL string
+	bin    string
+	kcfg   string
+	op     *exec.Cmd
+	opLog  *os.File
+	mport  int
+}
+
+func run(ctx context.Context, c config) (*Results, error) {
+	r := &Results{Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		Ingresses: c.ingresses, Endpoints: c.ingresses * c.hosts, Pods: c.pods, Secrets: c.secrets}
+	h := &harness{cfg: c}
+	step("building the operator binary")
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return nil, err
+	}
+	h.bin = filepath.Join(c.out, "polycrate-operator")
+	if out, err := exec.Command("go", "build", "-o", h.bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v: %s", err, out)
+	}
+	step("starting envtest and the API emulator")
+	env, cfg, err := testutil.Start(testutil.Options{OwnCRDs: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 500, 1000
+	h.rest = cfg
+	if h.k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()}); err != nil {
+		return nil, err
+	}
+	if h.api, err = emulator.New(emulator.Config{}); err != nil {
+		return nil, err
+	}
+	ts := httptest.NewServer(h.api.Handler())
+	defer ts.Close()
+	h.apiURL = ts.URL
+	h.kcfg = filepath.Join(c.out, "kubeconfig")
+	if err := os.WriteFile(h.kcfg, env.KubeConfig, 0o600); err != nil {
+		return nil, err
+	}
+	defer h.stopOperator()
+	if err := h.setup(ctx); err != nil {
+		return r, err
+	}
+
+	step(fmt.Sprintf("creating %d Ingresses with %d hosts each", c.ingresses, c.hosts))
+	if err := parallel(c.concurrency, c.ingresses, func(i int) error { return h.k8s.Create(ctx, ingress("perf", i, c.hosts)) }); err != nil {
+		return r, err
+	}
+
+	step("measuring the write ceiling with a bare client")
+	if r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx); err != nil {
+		return r, err
+	}
+
+	step("starting the operator; convergence")
+	start := time.Now()
+	if err := h.startOperator(); err != nil {
+		return r, err
+	}
+	timeline, err := h.waitEndpoints(ctx, r.Endpoints, start)
+	r.ConvergenceTimeline = timeline
+	if err != nil {
+		return r, err
+	}
+	r.ConvergenceSeconds = time.Since(start).Seconds()
+	r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingSeconds
+	if err := h.waitIdle(ctx); err != nil {
+		return r, err
+	}
+
+	step(fmt.Sprintf("restarting the operator; counting writes for %s", c.restartWindow))
+	if err := h.restart(ctx, r); err != nil {
+		return r, err
+	}
+
+	step(fmt.Sprintf("memory: %d Pods (%d annotated) and %d Secrets of 4 KiB", c.pods, c.annotatedPods, c.secrets))
+	if err := h.memory(ctx, r); err != nil {
+		return r, err
+	}
+
+	step(fmt.Sprintf("propagation of %d annotation changes", c.changes))
+	if err := h.propagation(ctx, r); err != nil {
+		return r, err
+	}
+
+	step(fmt.Sprintf("brownout: %s of failing writes during the convergence of %d more Ingresses", c.brownout, c.brownoutIngresses))
+	if err := h.brownoutPhase(ctx, r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func step(s string) { fmt.Printf("» %s (%s)\n", s, time.Now().Format("15:04:05")) }
+
+// setup: the operator namespace, the token Secret and the OperatorConfig.
+func (h *harness) setup(ctx context.Context) error {
+	for _, ns := range []string{"polycrate", "perf", "ceiling", "pods", "secrets", "brownout"} {
+		if err := h.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	if err := h.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "polycrate-api-creds"},
+		StringData: map[string]string{"token": emulator.DevAgentToken}}); err != nil {
+		return err
+	}
+	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "default"}}
+	oc.Spec.APISync.APIURL = h.apiURL
+	oc.Spec.LocalCluster.ClusterName = "perf"
+	return h.k8s.Create(ctx, oc)
+}
+
+func ingress(ns string, i, hosts int) *networkingv1.Ingress {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d", i),
+		Annotations: map[string]string{"polycrate_endpoint_monitor": "true", "polycrate_endpoint_path": "/health"}}}
+	for j := 0; j < hosts; j++ {
+		ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: fmt.Sprintf("h%d.app-%05d.%s.example.com", j, i, ns)})
+	}
+	return ing
+}
+
+// parallel runs f(0..n-1) on `workers` goroutines and returns the first error.
+func parallel(workers, n int, f func(int) error) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// ceiling performs the Kubernetes writes the operator needs for the workload
+// with a bare client: per Ingress a finalizer patch and an annotation patch, per
+// host an Endpoint create, a finalizer patch and a status patch.
+func (h *harness) ceiling(ctx context.Context) (float64, int, error) {
+	c := h.cfg
+	start := time.Now()
+	err := parallel(c.concurrency, c.ingresses, func(i int) error {
+		ing := &networkingv1.Ingress{}
+		if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}, ing); err != nil {
+			return err
+		}
+		for _, p := range []string{`{"metadata":{"labels":{"perf-ceiling-a":"x"}}}`, `{"metadata":{"annotations":{"perf-ceiling-b":"x"}}}`} {
+			if err := h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(p))); err != nil {
+				return err
+			}
+		}
+		for j := 0; j < c.hosts; j++ {
+			ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "ceiling", Name: fmt.Sprintf("h%d-app-%05d", j, i)},
+				Spec: v1.EndpointSpec{RemoteAddress: fmt.Sprintf("h%d.app-%05d.example.com", j, i), RemotePort: 443, Path: "/health"}}
+			if err := h.k8s.Create(ctx, ep); err != nil {
+				return err
+			}
+			if err := h.k8s.Patch(ctx, ep, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"perf-ceiling":"x"}}}`))); err != nil {
+				return err
+			}
+			ep.Status.Phase, ep.Status.APIID = "synced", "00000000-0000-4000-8000-000000000000"
+			if err := h.k8s.Status().Update(ctx, ep); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	took := time.Since(start).Seconds()
+	if err != nil {
+		return took, 0, err
+	}
+	// Leave no trace: the operator must not see these.
+	if err := h.k8s.DeleteAllOf(ctx, &v1.Endpoint{}, client.InNamespace("ceiling")); err != nil {
+		return took, 0, err
+	}
+	err = parallel(c.concurrency, c.ingresses, func(i int) error {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}}
+		return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"labels":{"perf-ceiling-a":null},"annotations":{"perf-ceiling-b":null}}}`)))
+	})
+	return took, c.ingresses*(2+3*c.hosts) - 0, err
+}
+
+func (h *harness) startOperator() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	h.mport = l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	logFile, err := os.OpenFile(filepath.Join(h.cfg.out, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	h.opLog = logFile
+	h.op = exec.Command(h.bin, "run", "--kubeconfig", h.kcfg, "--namespace", "polycrate",
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--health-probe-bind-address", "0",
+		"--kube-api-qps", "200", "--kube-api-burst", "400")
+	h.op.Stdout, h.op.Stderr = logFile, logFile
+	h.op.Env = append(os.Environ(), "KUBECONFIG=")
+	return h.op.Start()
+}
+
+func (h *harness) stopOperator() {
+	if h.op == nil || h.op.Process == nil {
+		return
+	}
+	_ = h.op.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = h.op.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		_ = h.op.Process.Kill()
+		<-done
+	}
+	h.op = nil
+	if h.opLog != nil {
+		_ = h.opLog.Close()
+	}
+}
+
+// waitEndpoints waits until the emulator holds want endpoints; it returns the
+// timeline (ms since start, count) sampled every 500 ms.
+func (h *harness) waitEndpoints(ctx context.Context, want int, start time.Time) ([][2]int64, error) {
+	var tl [][2]int64
+	deadline := start.Add(h.cfg.timeout)
+	for {
+		n := h.api.Live("endpoints")
+		tl = append(tl, [2]int64{time.Since(start).Milliseconds(), int64(n)})
+		if n >= want {
+			return tl, nil
+		}
+		if time.Now().After(deadline) {
+			return tl, fmt.Errorf("only %d of %d endpoints after %s", n, want, h.cfg.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return tl, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// metrics scrapes the operator's /metrics into name{labels} → value.
+func (h *harness) metrics() (map[string]float64, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", h.mport))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+func sum(m map[string]float64, prefix string) float64 {
+	t := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			t += v
+		}
+	}
+	return t
+}
+
+// waitIdle waits until every work queue is empty for 3 s in a row.
+func (h *harness) waitIdle(ctx context.Context) error {
+	deadline := time.Now().Add(h.cfg.timeout)
+	quiet := 0
+	for time.Now().Before(deadline) {
+		m, err := h.metrics()
+		if err == nil && sum(m, "workqueue_depth") == 0 && len(m) > 0 {
+			quiet++
+			if quiet >= 6 {
+				return nil
+			}
+		} else {
+			quiet = 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the operator did not become idle within %s", h.cfg.timeout)
+}
+
+func (h *harness) apiWrites() (ops, agent int) {
+	for name, c := range h.api.Counters() {
+		if strings.Contains(name, "agent") {
+			agent += c.Writes
+		} else {
+			ops += c.Writes
+		}
+	}
+	return ops, agent
+}
+
+func (h *harness) resourceVersions(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	eps := &v1.EndpointList{}
+	if err := h.k8s.List(ctx, eps); err != nil {
+		return nil, err
+	}
+	for _, e := range eps.Items {
+		out["ep/"+e.Namespace+"/"+e.Name] = e.ResourceVersion
+	}
+	ings := &networkingv1.IngressList{}
+	if err := h.k8s.List(ctx, ings); err != nil {
+		return nil, err
+	}
+	for _, i := range ings.Items {
+		out["ing/"+i.Namespace+"/"+i.Name] = i.ResourceVersion
+	}
+	return out, nil
+}
+
+func (h *harness) restart(ctx context.Context, r *Results) error {
+	h.stopOperator()
+	beforeRV, err := h.resourceVersions(ctx)
+	if err != nil {
+		return err
+	}
+	ops0, agent0 := h.apiWrites()
+	start := time.Now()
+	if err := h.startOperator(); err != nil {
+		return err
+	}
+	if err := h.waitIdle(ctx); err != nil {
+		return err
+	}
+	r.RestartIdleSeconds = time.Since(start).Seconds()
+	if rest := h.cfg.restartWindow - time.Since(start); rest > 0 {
+		time.Sleep(rest)
+	}
+	ops1, agent1 := h.apiWrites()
+	r.RestartAPIWrites, r.RestartAgentWrites = ops1-ops0, agent1-agent0
+	afterRV, err := h.resourceVersions(ctx)
+	if err != nil {
+		return err
+	}
+	for k, v := range afterRV {
+		if beforeRV[k] != v {
+			r.RestartK8sWrites++
+		}
+	}
+	return nil
+}
+
+func (h *harness) heap() (float64, error) {
+	m, err := h.metrics()
+	if err != nil {
+		return 0, err
+	}
+	return m["go_memstats_heap_inuse_bytes"], nil
+}
+
+// settledHeap waits for idleness, then reads the heap after two GC cycles have
+// had time to run (the process's own GC; the harness cannot force it).
+func (h *harness) settledHeap(ctx context.Context) (float64, error) {
+	if err := h.waitIdle(ctx); err != nil {
+		return 0, err
+	}
+	time.Sleep(5 * time.Second)
+	a, err := h.heap()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(5 * time.Second)
+	b, err := h.heap()
+	if err != nil {
+		return 0, err
+	}
+	if b < a {
+		return b, nil
+	}
+	return a, nil
+}
+
+func (h *harness) memory(ctx context.Context, r *Results) error {
+	c := h.cfg
+	base, err := h.settledHeap(ctx)
+	if err != nil {
+		return err
+	}
+	r.HeapBaseBytes = base
+	err = parallel(c.concurrency, c.pods, func(i int) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "pods", Name: fmt.Sprintf("pod-%05d", i),
+			Labels:      map[string]string{"app": fmt.Sprintf("workload-%d", i%500), "pod-template-hash": "7d9f8c6b5", "team": "platform", "tier": "backend"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 2000)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1.0",
+				Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("v", 200)}, {Name: "B", Value: strings.Repeat("w", 200)}}}}}}
+		if i < c.annotatedPods {
+			p.Annotations["polycrate_k8sapp_name"] = fmt.Sprintf("app-%03d", i%100)
+		}
+		return h.k8s.Create(ctx, p)
+	})
+	if err != nil {
+		return err
+	}
+	withPods, err := h.settledHeap(ctx)
+	if err != nil {
+		return err
+	}
+	r.BytesPerPod = (withPods - base) / float64(c.pods)
+	data := strings.Repeat("s", 4096)
+	err = parallel(c.concurrency, c.secrets, func(i int) error {
+		return h.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "secrets", Name: fmt.Sprintf("secret-%05d", i)},
+			StringData: map[string]string{"data": data}})
+	})
+	if err != nil {
+		return err
+	}
+	withSecrets, err := h.settledHeap(ctx)
+	if err != nil {
+		return err
+	}
+	r.BytesPerSecret = (withSecrets - withPods) / float64(c.secrets)
+	r.RSSBytes = rss(h.op.Process.Pid)
+	return nil
+}
+
+// rss reads VmRSS of a process (Linux).
+func rss(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// propagation changes the path annotation of Ingresses on an idle cluster and
+// measures, per change, the time from the update to the API's updated_at of its
+// endpoints (the emulator's clock is this process's).
+func (h *harness) propagation(ctx context.Context, r *Results) error {
+	c := h.cfg
+	if err := h.waitIdle(ctx); err != nil {
+		return err
+	}
+	api, err := polycrate.New(polycrate.Options{BaseURL: h.apiURL, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	if err != nil {
+		return err
+	}
+	type change struct {
+		at  time.Time
+		ids []string
+	}
+	changes := make([]change, 0, c.changes)
+	for i := 0; i < c.changes && i < c.ingresses; i++ {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}}
+		var ids []string
+		for j := 0; j < c.hosts; j++ {
+			ep := &v1.Endpoint{}
+			host := fmt.Sprintf("h%d.app-%05d.perf.example.com", j, i)
+			if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: annotations.EndpointName(host)}, ep); err != nil {
+				return err
+			}
+			ids = append(ids, ep.Status.APIID)
+		}
+		at := time.Now()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"polycrate_endpoint_path":"/health-%d"}}}`, i)
+		if err := h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			return err
+		}
+		changes = append(changes, change{at: at, ids: ids})
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := h.waitIdle(ctx); err != nil {
+		return err
+	}
+	var lat []float64
+	for _, ch := range changes {
+		worst := 0.0
+		for _, id := range ch.ids {
+			ep, err := api.Endpoints().Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if ep.UpdatedAt == nil {
+				return fmt.Errorf("endpoint %s has no updated_at", id)
+			}
+			d := ep.UpdatedAt.Sub(ch.at).Seconds() * 1000
+			if d > worst {
+				worst = d
+			}
+		}
+		lat = append(lat, worst)
+	}
+	sort.Float64s(lat)
+	if len(lat) > 0 {
+		r.PropagationP50Ms = lat[len(lat)/2]
+		r.PropagationP99Ms = lat[min(len(lat)-1, int(float64(len(lat))*0.99))]
+	}
+	return nil
+}
+
+// brownoutPhase fails every API write for a while in the middle of a convergence.
+func (h *harness) brownoutPhase(ctx context.Context, r *Results) error {
+	c := h.cfg
+	calls := func() int {
+		n := 0
+		for name, ctr := range h.api.Counters() {
+			if name == "endpoints" {
+				n += ctr.ByMethod["POST"] + ctr.ByMethod["PUT"] + ctr.ByMethod["PATCH"]
+			}
+		}
+		return n
+	}
+	before := h.api.Live("endpoints")
+	calls0 := calls()
+	want := before + c.brownoutIngresses*c.hosts
+	if err := parallel(c.concurrency, c.brownoutIngresses, func(i int) error {
+		return h.k8s.Create(ctx, ingress("brownout", i, c.hosts))
+	}); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the convergence is under way
+	if err := h.api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Method: "WRITE", Status: 503}); err != nil {
+		return err
+	}
+	time.Sleep(c.brownout)
+	if err := h.api.SetFaults(); err != nil {
+		return err
+	}
+	recovered := time.Now()
+	if _, err := h.waitEndpoints(ctx, want, recovered); err != nil {
+		return err
+	}
+	r.BrownoutSeconds = c.brownout.Seconds()
+	r.BrownoutRecoverySeconds = time.Since(recovered).Seconds()
+	r.BrownoutDuplicates = len(h.api.Collisions())
+	r.BrownoutExtraWriteCalls = calls() - calls0 - c.brownoutIngresses*c.hosts
+	return nil
+}
+
+func printTable(w io.Writer, r *Results) {
+	row := func(k, v, target string) { fmt.Fprintf(w, "  %-44s %-22s %s\n", k, v, target) }
+	fmt.Fprintf(w, "\nScale harness results — %s\n", r.Machine)
+	row("measure", "value", "target")
+	row("Ingresses / Endpoints", fmt.Sprintf("%d / %d", r.Ingresses, r.Endpoints), "")
+	row("write ceiling (bare client)", fmt.Sprintf("%.1f s (%d writes)", r.CeilingSeconds, r.CeilingWrites), "")
+	row("convergence", fmt.Sprintf("%.1f s", r.ConvergenceSeconds), "")
+	row("convergence / ceiling", fmt.Sprintf("%.2f×", r.ConvergenceRatio), "≤ 1.5×")
+	row("API writes after restart (window)", strconv.Itoa(r.RestartAPIWrites), "0")
+	row("agent health writes in that window", strconv.Itoa(r.RestartAgentWrites), "(counted apart)")
+	row("Kubernetes writes after restart", strconv.Itoa(r.RestartK8sWrites), "0")
+	row("restart until idle", fmt.Sprintf("%.1f s", r.RestartIdleSeconds), "")
+	row("heap bytes per Pod", fmt.Sprintf("%.0f B", r.BytesPerPod), "≤ 1024 B")
+	row("heap bytes per Secret", fmt.Sprintf("%.0f B", r.BytesPerSecret), "≤ 1024 B")
+	row("operator RSS", fmt.Sprintf("%.0f MiB", r.RSSBytes/(1<<20)), "≤ 150 MiB")
+	row("propagation p50 / p99", fmt.Sprintf("%.0f / %.0f ms", r.PropagationP50Ms, r.PropagationP99Ms), "p99 < 1000 ms")
+	row("brownout: recovery to convergence", fmt.Sprintf("%.1f s after %.0f s", r.BrownoutRecoverySeconds, r.BrownoutSeconds), "")
+	row("brownout: duplicate API objects", strconv.Itoa(r.BrownoutDuplicates), "0")
+	row("brownout: extra write calls", strconv.Itoa(r.BrownoutExtraWriteCalls), "bounded")
+}
+
+func write(dir string, r *Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "convergence.svg"), []byte(svg(r.ConvergenceTimeline, r.Endpoints)), 0o644)
+}
+
+// svg plots API objects synced over time.
+func svg(tl [][2]int64, want int) string {
+	const w, h, pad = 640.0, 320.0, 40.0
+	var maxT int64 = 1
+	for _, p := range tl {
+		maxT = max(maxT, p[0])
+	}
+	var pts []string
+	for _, p := range tl {
+		x := pad + float64(p[0])/float64(maxT)*(w-2*pad)
+		y := h - pad - float64(p[1])/float64(max(want, 1))*(h-2*pad)
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+	}
+	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f">
+<rect width="100%%" height="100%%" fill="white"/>
+<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>
+<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>
+<text x="%.0f" y="%.0f" font-size="12">time (s, 0–%.1f)</text>
+<text x="4" y="%.0f" font-size="12">%d</text>
+<text x="4" y="24" font-size="12">endpoints in the API</text>
+<polyline fill="none" stroke="steelblue" stroke-width="2" points="%s"/>
+</svg>
+`, w, h, pad, h-pad, w-pad, h-pad, pad, pad, pad, h-pad, w/2-40, h-10, float64(maxT)/1000, pad+4, want, strings.Join(pts, " "))
+}
