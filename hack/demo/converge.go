@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -58,22 +59,13 @@ func pending(ctx context.Context, c client.Client) string {
 			}
 			phase, _, _ := unstructured.NestedString(u, "status", "phase")
 			msg, _, _ := unstructured.NestedString(u, "status", "message")
-			if !contains(e.done, phase) {
+			if !slices.Contains(e.done, phase) {
 				o := it.(client.Object)
 				missing = append(missing, fmt.Sprintf("%s %s/%s: phase %q %s", e.kind, o.GetNamespace(), o.GetName(), phase, msg))
 			}
 		}
 	}
 	return strings.Join(missing, "; ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // waitConverged polls until everything converged or the deadline passes.

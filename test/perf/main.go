@@ -206,6 +206,21 @@ func run(ctx context.Context, c config) (*Results, error) {
 	return r, nil
 }
 
+// pause waits d (a measurement window), or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 func step(s string) { fmt.Printf("» %s (%s)\n", s, time.Now().Format("15:04:05")) }
 
 // setup: the operator namespace, the token Secret and the OperatorConfig.
@@ -308,7 +323,7 @@ func (h *harness) ceiling(ctx context.Context) (float64, int, error) {
 		return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json",
 			[]byte(`{"metadata":{"labels":{"perf-ceiling-a":null},"annotations":{"perf-ceiling-b":null}}}`)))
 	})
-	return took, c.ingresses*(2+3*c.hosts) - 0, err
+	return took, c.ingresses * (2 + 3*c.hosts), err
 }
 
 func (h *harness) startOperator() error {
@@ -477,8 +492,8 @@ func (h *harness) restart(ctx context.Context, r *Results) error {
 		return err
 	}
 	r.RestartIdleSeconds = time.Since(start).Seconds()
-	if rest := h.cfg.restartWindow - time.Since(start); rest > 0 {
-		time.Sleep(rest)
+	if err := pause(ctx, h.cfg.restartWindow-time.Since(start)); err != nil {
+		return err
 	}
 	ops1, agent1 := h.apiWrites()
 	r.RestartAPIWrites, r.RestartAgentWrites = ops1-ops0, agent1-agent0
@@ -508,12 +523,16 @@ func (h *harness) settledHeap(ctx context.Context) (float64, error) {
 	if err := h.waitIdle(ctx); err != nil {
 		return 0, err
 	}
-	time.Sleep(5 * time.Second)
+	if err := pause(ctx, 5*time.Second); err != nil {
+		return 0, err
+	}
 	a, err := h.heap()
 	if err != nil {
 		return 0, err
 	}
-	time.Sleep(5 * time.Second)
+	if err := pause(ctx, 5*time.Second); err != nil {
+		return 0, err
+	}
 	b, err := h.heap()
 	if err != nil {
 		return 0, err
@@ -619,7 +638,9 @@ func (h *harness) propagation(ctx context.Context, r *Results) error {
 			return err
 		}
 		changes = append(changes, change{at: at, ids: ids})
-		time.Sleep(50 * time.Millisecond)
+		if err := pause(ctx, 50*time.Millisecond); err != nil { // changes spread out, as on an idle cluster
+			return err
+		}
 	}
 	if err := h.waitIdle(ctx); err != nil {
 		return err
@@ -670,11 +691,15 @@ func (h *harness) brownoutPhase(ctx context.Context, r *Results) error {
 	}); err != nil {
 		return err
 	}
-	time.Sleep(2 * time.Second) // the convergence is under way
+	if err := pause(ctx, 2*time.Second); err != nil { // the convergence is under way
+		return err
+	}
 	if err := h.api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Method: "WRITE", Status: 503}); err != nil {
 		return err
 	}
-	time.Sleep(c.brownout)
+	if err := pause(ctx, c.brownout); err != nil {
+		return err
+	}
 	if err := h.api.SetFaults(); err != nil {
 		return err
 	}

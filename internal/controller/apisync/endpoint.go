@@ -43,14 +43,8 @@ func (EndpointAdapter) New() *v1.Endpoint { return &v1.Endpoint{} }
 // List lists every Endpoint.
 func (EndpointAdapter) List(ctx context.Context, c client.Client) ([]*v1.Endpoint, error) {
 	list := &v1.EndpointList{}
-	if err := c.List(ctx, list); err != nil {
-		return nil, err
-	}
-	out := make([]*v1.Endpoint, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	err := c.List(ctx, list)
+	return ptrs(list.Items), err
 }
 
 // Finalizer deletes the API endpoint.

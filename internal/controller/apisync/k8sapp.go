@@ -49,14 +49,8 @@ func (K8sAppAdapter) New() *v1.K8sApp { return &v1.K8sApp{} }
 // List lists every K8sApp.
 func (K8sAppAdapter) List(ctx context.Context, c client.Client) ([]*v1.K8sApp, error) {
 	list := &v1.K8sAppList{}
-	if err := c.List(ctx, list); err != nil {
-		return nil, err
-	}
-	out := make([]*v1.K8sApp, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	err := c.List(ctx, list)
+	return ptrs(list.Items), err
 }
 
 // Finalizer retires the API app.

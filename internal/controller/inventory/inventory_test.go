@@ -345,11 +345,7 @@ var _ = Describe("Inventory across a restart", func() {
 			}, timeout, poll).Should(Succeed())
 		}
 		// Settle: nothing written for a while.
-		Eventually(func() bool {
-			before := writes(inventoryResources...)
-			time.Sleep(1500 * time.Millisecond)
-			return writes(inventoryResources...) == before
-		}, timeout, poll).Should(BeTrue())
+		specs.Quiet(func() int { return writes(inventoryResources...) }, 1500*time.Millisecond)
 		before := writes(inventoryResources...)
 		rvs := resourceVersions()
 

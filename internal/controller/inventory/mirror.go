@@ -181,7 +181,7 @@ func (r *Reconciler[S]) declare(src S, key types.NamespacedName, d *Declared) (*
 	body, _ := json.Marshal(map[string]any{"labels": labels, "spec": spec})
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:8])
-	gvk, err := apiutilGVK(r.Client, r.Mirror.Target())
+	gvk, err := r.Client.GroupVersionKindFor(r.Mirror.Target())
 	if err != nil {
 		return nil, "", err
 	}
@@ -201,10 +201,6 @@ func (r *Reconciler[S]) declare(src S, key types.NamespacedName, d *Declared) (*
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
 		"metadata": md, "spec": spec}}, hash, nil
-}
-
-func apiutilGVK(c client.Client, obj client.Object) (schema.GroupVersionKind, error) {
-	return c.GroupVersionKindFor(obj)
 }
 
 // targetToSource maps a mirror CR back to its source (a deleted or edited CR is

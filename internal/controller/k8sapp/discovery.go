@@ -381,7 +381,7 @@ func describe(d *desired) string {
 }
 
 // spec is the K8sApp the sources declare: spec, labels and owner.
-func (r *Reconciler) spec(key types.NamespacedName, d *desired) (v1.K8sAppSpec, map[string]string, []metav1.OwnerReference) {
+func (r *Reconciler) spec(d *desired) (v1.K8sAppSpec, map[string]string, []metav1.OwnerReference) {
 	labels := map[string]string{v1.LabelDiscovered: v1.LabelValueTrue, v1.LabelOperatorDiscovered: v1.LabelValueTrue,
 		v1.LabelK8sAppDiscoverySource: d.source}
 	spec := v1.K8sAppSpec{Kind: "external", DiscoverySource: d.source, BYOA: d.byoa && (d.source == SourceIngress || d.source == SourceHTTPRoute)}
@@ -411,7 +411,7 @@ var labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9
 
 // changed reports whether the CR differs from what its sources declare.
 func (r *Reconciler) changed(app *v1.K8sApp, d *desired) bool {
-	spec, labels, owners := r.spec(client.ObjectKeyFromObject(app), d)
+	spec, labels, owners := r.spec(d)
 	for k, v := range labels {
 		if app.Labels[k] != v {
 			return true
@@ -433,7 +433,7 @@ func (r *Reconciler) changed(app *v1.K8sApp, d *desired) bool {
 
 // apply declares the CR with server-side apply (the operator's one field manager).
 func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, d *desired) (*v1.K8sApp, error) {
-	spec, labels, owners := r.spec(key, d)
+	spec, labels, owners := r.spec(d)
 	obj := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: labels, OwnerReferences: owners}, Spec: spec}
 	obj.SetGroupVersionKind(v1.GroupVersion.WithKind("K8sApp"))
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

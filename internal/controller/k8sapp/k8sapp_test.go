@@ -339,12 +339,7 @@ var _ = Describe("K8sApp sync across a restart", func() {
 			synced(ns, n)
 		}
 		// Settle: no write for a while.
-		settled := func() int { return appWrites() }
-		Eventually(func() bool {
-			before := settled()
-			time.Sleep(1500 * time.Millisecond)
-			return settled() == before
-		}, timeout, poll).Should(BeTrue())
+		specs.Quiet(appWrites, 1500*time.Millisecond)
 		writes := appWrites()
 		rvs := map[string]string{}
 		before := map[string]v1.K8sApp{}

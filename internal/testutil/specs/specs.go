@@ -47,3 +47,16 @@ func UpdateOperatorConfig(c client.Client, change func(*v1.OperatorConfig)) {
 		return c.Update(ctx, oc)
 	}, Timeout, Poll).Should(Succeed())
 }
+
+// Quiet waits until count (e.g. the emulator's write counter) stays the same
+// across one interval: the system has settled.
+func Quiet(count func() int, interval time.Duration) {
+	GinkgoHelper()
+	prev := -1
+	Eventually(func() bool {
+		n := count()
+		settled := n == prev
+		prev = n
+		return settled
+	}, Timeout, interval).Should(BeTrue())
+}
