@@ -38,6 +38,15 @@ func defaultNamespace() string {
 	return polycratev1alpha1.DefaultOperatorNamespace
 }
 
+// Client-side limits towards the kube-apiserver. They sit above what a full
+// convergence needs (two writes per Endpoint, docs/performance.md), so the API
+// server's own Priority and Fairness, not the client, paces a large start; they
+// still cap a runaway loop.
+const (
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
+)
+
 func newRunCommand() *cobra.Command {
 	o := &runOptions{zapOpts: zap.Options{}}
 	cmd := &cobra.Command{
@@ -108,13 +117,14 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.BoolVar(&o.mgr.LeaderElect, "leader-elect", false, "enable leader election for HA (one active replica; a Lease in --namespace)")
 	f.StringVar(&o.mgr.MetricsBindAddress, "metrics-bind-address", manager.DefaultMetricsBindAddress, `address of the Prometheus metrics endpoint ("0" disables it)`)
 	f.StringVar(&o.mgr.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultHealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" disables them)`)
+	f.StringVar(&o.mgr.PprofBindAddress, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for performance work ("0" disables them)`)
 	f.IntVar(&o.mgr.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many objects each controller reconciles at once")
 	f.StringVar(&o.mgr.OperatorNamespace, "namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig, token Secret and leader-election Lease ($POD_NAMESPACE)")
 	f.StringVar(&o.mgr.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
-	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the Kubernetes API")
-	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
+	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")
+	f.IntVar(&o.burst, "kube-api-burst", DefaultKubeAPIBurst, "burst of queries to the Kubernetes API, per resource kind")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zapOpts.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)

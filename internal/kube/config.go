@@ -18,7 +18,9 @@ type ConfigOptions struct {
 	Kubeconfig string
 	// Context selects a kubeconfig context; empty uses the current one.
 	Context string
-	// QPS and Burst limit requests to the Kubernetes API; zero keeps client-go's defaults.
+	// QPS and Burst limit requests to the Kubernetes API (per resource kind, as
+	// client-go counts); zero keeps client-go's defaults, a negative QPS turns
+	// client-side throttling off (the API server's Priority and Fairness remains).
 	QPS   float32
 	Burst int
 	// UserAgent identifies the operator to the API server.
@@ -44,7 +46,7 @@ func RESTConfig(o ConfigOptions) (*rest.Config, error) {
 		}
 		return nil, fmt.Errorf("loading Kubernetes configuration: %w", err)
 	}
-	if o.QPS > 0 {
+	if o.QPS != 0 {
 		cfg.QPS = o.QPS
 	}
 	if o.Burst > 0 {

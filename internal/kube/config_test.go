@@ -100,3 +100,22 @@ func TestRESTConfigErrors(t *testing.T) {
 		t.Fatal("token leaked into the error")
 	}
 }
+
+func TestRESTConfigNegativeQPSTurnsThrottlingOff(t *testing.T) {
+	isolate(t)
+	explicit := writeKubeconfig(t, t.TempDir(), "https://explicit:6443")
+	cfg, err := RESTConfig(ConfigOptions{Kubeconfig: explicit, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QPS != -1 {
+		t.Fatalf("QPS = %v, want -1 (client-go then builds no rate limiter)", cfg.QPS)
+	}
+	cfg, err = RESTConfig(ConfigOptions{Kubeconfig: explicit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QPS != 0 || cfg.Burst != 0 {
+		t.Fatalf("zero options changed the config: qps=%v burst=%d", cfg.QPS, cfg.Burst)
+	}
+}

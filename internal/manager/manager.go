@@ -51,6 +51,8 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles; empty or "0" turns it off.
+	PprofBindAddress string
 	// LeaderElect makes only one replica active at a time (a Lease in OperatorNamespace).
 	LeaderElect bool
 	// LeaderElectionID is the Lease's name.
@@ -112,6 +114,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.OperatorNamespace,

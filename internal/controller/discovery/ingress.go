@@ -80,9 +80,13 @@ func (IngressInspector) Inspect(_ context.Context, _ client.Client, obj client.O
 	return true, hosts, nil
 }
 
-// SetupIngress watches Ingresses, their Endpoints (for the source annotations),
-// and configuration changes (which re-queue every Ingress).
+// SetupIngress registers the Endpoint source index (HTTPRoute discovery uses it
+// too) and watches Ingresses, their Endpoints (for the source annotations), and
+// configuration changes (which re-queue every Ingress).
 func SetupIngress(mgr manager.Manager, r *SourceReconciler, maxConcurrent int) error {
+	if err := IndexEndpoints(context.Background(), mgr); err != nil {
+		return err
+	}
 	wake := make(chan event.GenericEvent, 1024)
 	if err := requeueOnConfigChange(mgr, r.Config, wake, func(ctx context.Context) ([]client.Object, error) {
 		list := &networkingv1.IngressList{}

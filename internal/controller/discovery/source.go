@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -201,50 +202,139 @@ func older(a, b metav1.Object) bool {
 	return a.GetName() < b.GetName()
 }
 
-// ownedEndpoints lists the Endpoints a source created.
+// IndexEndpointSource indexes discovered Endpoints by their source: "<label>=<name>"
+// for the Ingress and HTTPRoute source labels, so a source finds its Endpoints
+// without scanning every Endpoint of its namespace.
+const IndexEndpointSource = "polycrate.io/endpoint-source"
+
+// sourceLabels are the Endpoint labels naming a source.
+var sourceLabels = []string{v1.LabelEndpointSourceIngress, v1.LabelEndpointSourceHTTPRoute}
+
+func endpointSourceKeys(o client.Object) []string {
+	l := o.GetLabels()
+	if l[v1.LabelDiscovered] != v1.LabelValueTrue {
+		return nil
+	}
+	var out []string
+	for _, k := range sourceLabels {
+		if v := l[k]; v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// IndexEndpoints registers IndexEndpointSource with the manager's cache.
+func IndexEndpoints(ctx context.Context, mgr interface{ GetFieldIndexer() client.FieldIndexer }) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1.Endpoint{}, IndexEndpointSource, endpointSourceKeys)
+}
+
+// ownedEndpoints lists the Endpoints a source created (through the index).
 func ownedEndpoints(ctx context.Context, c client.Client, namespace, label, name string) ([]v1.Endpoint, error) {
 	list := &v1.EndpointList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{label: name, v1.LabelDiscovered: v1.LabelValueTrue}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexEndpointSource: label + "=" + name}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
 }
 
-// applyEndpoint declares a host's Endpoint CR with server-side apply: labels, an
-// owner reference to the source, and the spec of the seed's example. The same
-// field manager for every source kind, so a taking-over source replaces the
-// previous owner's labels and owner reference.
+// desiredEndpoint is the Endpoint CR a host's check declares: labels, an owner
+// reference to the source, the sync's cleanup finalizer (with the create: one
+// write less than the sync adding it) and the spec of the seed's example, with
+// the CRD's defaults filled in so it compares equal to what the API server stores.
+func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel string, check annotations.Check, s annotations.Settings) *v1.Endpoint {
+	codes := make([]int32, len(check.ExpectedStatus))
+	for i, code := range check.ExpectedStatus {
+		codes[i] = int32(code)
+	}
+	if len(codes) == 0 {
+		codes = []int32{int32(annotations.DefaultExpectedStatus[0])}
+	}
+	tls := check.TLS
+	spec := v1.EndpointSpec{DisplayName: check.Host, RemoteAddress: check.Host, RemotePort: int32(check.Port), Kind: "http",
+		TLS: &tls, Path: check.Path, Timeout: int32(check.Timeout), Interval: int32(check.Interval),
+		ExpectedStatusCodes: codes, ExpectedBody: check.ExpectedBody, K8sAppName: s.K8sAppName}
+	if spec.Path == "" {
+		spec.Path = annotations.DefaultPath
+	}
+	if spec.RemotePort == 0 {
+		spec.RemotePort = int32(annotations.DefaultPort)
+	}
+	if spec.Timeout == 0 {
+		spec.Timeout = int32(annotations.DefaultTimeout)
+	}
+	if spec.Interval == 0 {
+		spec.Interval = int32(annotations.DefaultInterval)
+	}
+	return &v1.Endpoint{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: annotations.EndpointName(check.Host), Namespace: src.GetNamespace(),
+			Labels:     map[string]string{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
+			Finalizers: []string{v1.FinalizerEndpointCleanup},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+				Name: src.GetName(), UID: src.GetUID()}},
+		},
+		Spec: spec,
+	}
+}
+
+// applyEndpoint declares a host's Endpoint CR: a create when the cache has none, a
+// merge patch when the cached one differs (spec, labels, owner, finalizer; a
+// taking-over source replaces the previous source's label and owner reference),
+// and no request at all when it is up to date: a source is reconciled on every
+// event of its Endpoints, and each of those would otherwise cost the API server a
+// write.
 func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sourceLabel string, check annotations.Check, s annotations.Settings) error {
 	gvk, err := c.GroupVersionKindFor(src)
 	if err != nil {
 		return err
 	}
-	codes := make([]any, len(check.ExpectedStatus))
-	for i, code := range check.ExpectedStatus {
-		codes[i] = int64(code)
+	want := desiredEndpoint(src, gvk, sourceLabel, check, s)
+	have := &v1.Endpoint{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); apierrors.IsNotFound(err) {
+		err := c.Create(ctx, want, client.FieldOwner(v1.FieldOwner))
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Created a moment ago and not cached yet: read it from the API server.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	} else if err != nil {
+		return err
 	}
-	spec := map[string]any{
-		"displayName": check.Host, "remoteAddress": check.Host, "remotePort": int64(check.Port), "kind": "http",
-		"tls": check.TLS, "path": check.Path, "timeout": int64(check.Timeout), "interval": int64(check.Interval),
-		"expectedStatusCodes": codes,
+	if !have.DeletionTimestamp.IsZero() {
+		return nil // being removed; declared anew once it is gone (its deletion re-queues the source)
 	}
-	if check.ExpectedBody != "" {
-		spec["expectedBody"] = check.ExpectedBody
+	patch := client.MergeFrom(have.DeepCopy())
+	changed := false
+	if !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+		have.Spec, changed = want.Spec, true
 	}
-	if s.K8sAppName != "" {
-		spec["k8sAppName"] = s.K8sAppName
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
-		"metadata": map[string]any{
-			"name": annotations.EndpointName(check.Host), "namespace": src.GetNamespace(),
-			"labels": map[string]any{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
-			"ownerReferences": []any{map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
-				"name": src.GetName(), "uid": string(src.GetUID())}},
-		},
-		"spec": spec,
-	}}
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.FieldOwner), client.ForceOwnership)
+	for _, k := range sourceLabels {
+		if v, ok := have.Labels[k]; ok && (k != sourceLabel || v != src.GetName()) {
+			delete(have.Labels, k)
+			changed = true
+		}
+	}
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			have.Labels[k], changed = v, true
+		}
+	}
+	if !equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) {
+		have.OwnerReferences, changed = want.OwnerReferences, true
+	}
+	if controllerutil.AddFinalizer(have, v1.FinalizerEndpointCleanup) {
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, have, patch, client.FieldOwner(v1.FieldOwner)))
 }
 
 // annotateSource writes the API ids of the source's endpoints and the latest sync
