@@ -104,9 +104,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// Pods and Secrets are watched cluster-wide (K8sApp discovery): Pods are
-			// cached stripped to what discovery reads, Secrets by metadata only (the
-			// content of a *.poly Secret is read on demand, never cached).
+			// Pods and Secrets are watched cluster-wide into compact stores of
+			// their own (internal/slimcache), never through this cache. Should
+			// anything read them through it after all, they stay stripped here.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:    {Transform: kube.StripPod},
 				&corev1.Secret{}: {Transform: kube.StripMetadata},

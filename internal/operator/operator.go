@@ -5,16 +5,19 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8sdiscovery "k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,8 +33,10 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
+	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
 // Options configure the operator's parts.
@@ -74,7 +79,10 @@ type Operator struct {
 	// InventorySync syncs the inventory kinds, by kind.
 	InventorySync map[string]interface{ Repair(context.Context) }
 	// Apps discovers K8sApps; AppSync syncs them to the API.
-	Apps    *k8sapp.Discovery
+	Apps *k8sapp.Discovery
+	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
+	Pods    *k8sapp.PodStore
+	Secrets *slimcache.Store[slimcache.Meta]
 	AppSync *apisync.Reconciler[*v1.K8sApp]
 }
 
@@ -164,9 +172,37 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := discovery.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
 		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
 	}
+	// Pods and Secrets are watched cluster-wide into compact stores of their own,
+	// never into the manager's cache: counted Pods as what K8sApp status needs,
+	// meta-Secrets and S3Bucket credentials Secrets by metadata, and nothing at all
+	// of every other Pod and Secret (docs/performance.md).
+	pods, err := k8sapp.NewPodStore(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	secretStore, err := slimcache.NewMetadataStore(mgr.GetConfig(), corev1.SchemeGroupVersion.WithResource("secrets"), "secrets",
+		func(m *metav1.PartialObjectMetadata) bool {
+			return metasecret.IsMetaSecret(m.Name) || s3bucket.OwnsSecret(m)
+		})
+	if err != nil {
+		return nil, err
+	}
+	for name, s := range map[string]interface {
+		manager.Runnable
+		WaitForSync(context.Context) error
+	}{"pods": pods, "secrets": secretStore} {
+		if err := mgr.Add(s); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck(name+"-synced", storeSynced(s.WaitForSync)); err != nil {
+			return nil, err
+		}
+	}
+	op.Pods, op.Secrets = pods, secretStore
+
 	// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs → /api/v1/kubernetes/apps/.
 	apps := &k8sapp.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, HTTPRoutes: op.HTTPRoutes.Started,
-		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery-k8sapp")}
+		Pods: pods, Secrets: secretStore, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery-k8sapp")}
 	if op.Apps, err = k8sapp.Setup(mgr, apps, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up K8sApp discovery: %w", err)
 	}
@@ -187,7 +223,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 
 	// S3Bucket CRs → API buckets → credentials Secrets.
-	op.S3Buckets = &s3bucket.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Conn: op.Conn,
+	op.S3Buckets = &s3bucket.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Secrets: secretStore, Config: op.Config, Conn: op.Conn,
 		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("s3bucket"), Resync: o.S3Resync}
 	if err := op.S3Buckets.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up S3Bucket provisioning: %w", err)
@@ -216,4 +252,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, err
 	}
 	return op, nil
+}
+
+// storeSynced reports ready once a compact store has its first list.
+func storeSynced(wait func(context.Context) error) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
+		defer cancel()
+		return wait(ctx)
+	}
 }

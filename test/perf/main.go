@@ -33,7 +33,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -123,6 +125,8 @@ type harness struct {
 	op     *exec.Cmd
 	opLog  *os.File
 	mport  int
+	// pprofAddr is the operator's pprof address.
+	pprofAddr string
 }
 
 func run(ctx context.Context, c config) (*Results, error) {
@@ -358,9 +362,17 @@ func (h *harness) startOperator() error {
 	h.op = exec.Command(h.bin, "run", "--kubeconfig", h.kcfg, "--namespace", "polycrate",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--health-probe-bind-address", "0")
 	h.op.Args = append(h.op.Args, strings.Fields(h.cfg.operatorArgs)...)
-	if h.cfg.pprof != "" {
-		h.op.Args = append(h.op.Args, "--pprof-bind-address", h.cfg.pprof)
+	// pprof serves the forced GC of the memory measurement (and profiles).
+	h.pprofAddr = h.cfg.pprof
+	if h.pprofAddr == "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		h.pprofAddr = l.Addr().String()
+		_ = l.Close()
 	}
+	h.op.Args = append(h.op.Args, "--pprof-bind-address", h.pprofAddr)
 	h.op.Stdout, h.op.Stderr = logFile, logFile
 	h.op.Env = append(os.Environ(), "KUBECONFIG=")
 	return h.op.Start()
@@ -546,38 +558,42 @@ func (h *harness) restart(ctx context.Context, r *Results) error {
 	return nil
 }
 
+// heap forces a garbage collection in the operator (its pprof endpoint's
+// heap?gc=1) and returns the live heap then (go_memstats_heap_alloc_bytes): the
+// bytes reachable objects hold, without the garbage a quiet process keeps until
+// its next GC.
 func (h *harness) heap() (float64, error) {
+	resp, err := http.Get("http://" + h.pprofAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 	m, err := h.metrics()
 	if err != nil {
 		return 0, err
 	}
-	return m["go_memstats_heap_inuse_bytes"], nil
+	return m["go_memstats_heap_alloc_bytes"], nil
 }
 
-// settledHeap waits for idleness, then reads the heap after two GC cycles have
-// had time to run (the process's own GC; the harness cannot force it).
+// settledHeap waits for idleness and reads the live heap twice, 2 s apart,
+// keeping the lower reading.
 func (h *harness) settledHeap(ctx context.Context) (float64, error) {
 	if err := h.waitIdle(ctx); err != nil {
-		return 0, err
-	}
-	if err := pause(ctx, 5*time.Second); err != nil {
 		return 0, err
 	}
 	a, err := h.heap()
 	if err != nil {
 		return 0, err
 	}
-	if err := pause(ctx, 5*time.Second); err != nil {
+	if err := pause(ctx, 2*time.Second); err != nil {
 		return 0, err
 	}
 	b, err := h.heap()
 	if err != nil {
 		return 0, err
 	}
-	if b < a {
-		return b, nil
-	}
-	return a, nil
+	return min(a, b), nil
 }
 
 func (h *harness) memory(ctx context.Context, r *Results) error {
@@ -588,8 +604,13 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 	}
 	r.HeapBaseBytes = base
 	err = parallel(c.concurrency, c.pods, func(i int) error {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "pods", Name: fmt.Sprintf("pod-%05d", i),
-			Labels:      map[string]string{"app": fmt.Sprintf("workload-%d", i%500), "pod-template-hash": "7d9f8c6b5", "team": "platform", "tier": "backend"},
+		// A Deployment's Pod (owned by its ReplicaSet): the kind K8sApp status counts,
+		// so the operator keeps every one of them.
+		w := fmt.Sprintf("workload-%d", i%500)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "pods", Name: fmt.Sprintf("%s-7d9f8c6b5-%05d", w, i),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: w + "-7d9f8c6b5",
+				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i%500)), Controller: ptr.To(true)}},
+			Labels:      map[string]string{"app": w, "pod-template-hash": "7d9f8c6b5", "team": "platform", "tier": "backend"},
 			Annotations: map[string]string{"prometheus.io/scrape": "true", "kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 2000)}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1.0",
 				Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("v", 200)}, {Name: "B", Value: strings.Repeat("w", 200)}}}}}}

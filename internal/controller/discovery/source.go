@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -239,9 +240,10 @@ func ownedEndpoints(ctx context.Context, c client.Client, namespace, label, name
 }
 
 // desiredEndpoint is the Endpoint CR a host's check declares: labels, an owner
-// reference to the source, the sync's cleanup finalizer (with the create: one
-// write less than the sync adding it) and the spec of the seed's example, with
-// the CRD's defaults filled in so it compares equal to what the API server stores.
+// reference to the source, the sync's cleanup finalizer (declared with the CR: one
+// write less than the sync adding it in a patch of its own) and the spec of the
+// seed's example, with the CRD's defaults filled in so it compares equal to what
+// the API server stores.
 func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel string, check annotations.Check, s annotations.Settings) *v1.Endpoint {
 	codes := make([]int32, len(check.ExpectedStatus))
 	for i, code := range check.ExpectedStatus {
@@ -278,12 +280,12 @@ func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel
 	}
 }
 
-// applyEndpoint declares a host's Endpoint CR: a create when the cache has none, a
-// merge patch when the cached one differs (spec, labels, owner, finalizer; a
-// taking-over source replaces the previous source's label and owner reference),
-// and no request at all when it is up to date: a source is reconciled on every
-// event of its Endpoints, and each of those would otherwise cost the API server a
-// write.
+// applyEndpoint declares a host's Endpoint CR with server-side apply (field owner
+// polycrate-operator, forced: a taking-over source replaces the previous source's
+// label and owner reference). The apply is skipped when the cached Endpoint
+// already is what it declares: a source is reconciled on every event of its
+// Endpoints, and each no-op apply would still cost the API server a full
+// apply pass.
 func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sourceLabel string, check annotations.Check, s annotations.Settings) error {
 	gvk, err := c.GroupVersionKindFor(src)
 	if err != nil {
@@ -291,50 +293,65 @@ func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sour
 	}
 	want := desiredEndpoint(src, gvk, sourceLabel, check, s)
 	have := &v1.Endpoint{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); apierrors.IsNotFound(err) {
-		err := c.Create(ctx, want, client.FieldOwner(v1.FieldOwner))
-		if !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		// Created a moment ago and not cached yet: read it from the API server.
-		if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-	} else if err != nil {
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(want), have); {
+	case err == nil && !have.DeletionTimestamp.IsZero():
+		return nil // being removed: declared anew once it is gone (its deletion re-queues the source)
+	case err == nil && upToDate(have, want, sourceLabel):
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	}
-	if !have.DeletionTimestamp.IsZero() {
-		return nil // being removed; declared anew once it is gone (its deletion re-queues the source)
+	spec := want.Spec
+	codes := make([]any, len(spec.ExpectedStatusCodes))
+	for i, code := range spec.ExpectedStatusCodes {
+		codes[i] = int64(code)
 	}
-	patch := client.MergeFrom(have.DeepCopy())
-	changed := false
-	if !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
-		have.Spec, changed = want.Spec, true
+	us := map[string]any{
+		"displayName": spec.DisplayName, "remoteAddress": spec.RemoteAddress, "remotePort": int64(spec.RemotePort), "kind": spec.Kind,
+		"tls": *spec.TLS, "path": spec.Path, "timeout": int64(spec.Timeout), "interval": int64(spec.Interval),
+		"expectedStatusCodes": codes,
 	}
-	if have.Labels == nil {
-		have.Labels = map[string]string{}
+	if spec.ExpectedBody != "" {
+		us["expectedBody"] = spec.ExpectedBody
+	}
+	if spec.K8sAppName != "" {
+		us["k8sAppName"] = spec.K8sAppName
+	}
+	owner := want.OwnerReferences[0]
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
+		"metadata": map[string]any{
+			"name": want.Name, "namespace": want.Namespace,
+			"labels":     map[string]any{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
+			"finalizers": []any{v1.FinalizerEndpointCleanup},
+			"ownerReferences": []any{map[string]any{"apiVersion": owner.APIVersion, "kind": owner.Kind,
+				"name": owner.Name, "uid": string(owner.UID)}},
+		},
+		"spec": us,
+	}}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.FieldOwner), client.ForceOwnership)
+}
+
+// upToDate reports whether a cached Endpoint already is what an apply would
+// declare: the spec, the owner reference, the discovered and source labels (and
+// no other source's label), the finalizer.
+func upToDate(have, want *v1.Endpoint, sourceLabel string) bool {
+	if !equality.Semantic.DeepEqual(have.Spec, want.Spec) ||
+		!equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) ||
+		!controllerutil.ContainsFinalizer(have, v1.FinalizerEndpointCleanup) {
+		return false
 	}
 	for _, k := range sourceLabels {
-		if v, ok := have.Labels[k]; ok && (k != sourceLabel || v != src.GetName()) {
-			delete(have.Labels, k)
-			changed = true
+		if _, ok := have.Labels[k]; ok && k != sourceLabel {
+			return false
 		}
 	}
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
-			have.Labels[k], changed = v, true
+			return false
 		}
 	}
-	if !equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) {
-		have.OwnerReferences, changed = want.OwnerReferences, true
-	}
-	if controllerutil.AddFinalizer(have, v1.FinalizerEndpointCleanup) {
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	return client.IgnoreNotFound(c.Patch(ctx, have, patch, client.FieldOwner(v1.FieldOwner)))
+	return true
 }
 
 // annotateSource writes the API ids of the source's endpoints and the latest sync

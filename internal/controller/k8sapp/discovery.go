@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -59,17 +59,18 @@ const (
 	ReasonDiscovered        = "Discovered"
 )
 
-// IndexPodApp indexes Pods by their polycrate_k8sapp_name annotation.
-const IndexPodApp = "polycrate.io/k8sapp-name"
-
 // OperatorAppName is never discovered: the agent owns the operator's own app record.
 const OperatorAppName = "polycrate-operator"
 
 // Reconciler declares one K8sApp per app key.
 type Reconciler struct {
-	Client client.Client // cached: Pods (stripped), Secrets (metadata), Ingresses, HTTPRoutes, K8sApps
+	Client client.Client // cached: Ingresses, HTTPRoutes, K8sApps
 	Reader client.Reader // uncached: a meta-Secret's content, a ReplicaSet's owner
-	Config *opconfig.Store
+	// Pods holds the counted Pods, Secrets the metadata of meta-Secrets (both
+	// cluster-wide, compact; never the manager's cache).
+	Pods    *PodStore
+	Secrets *slimcache.Store[slimcache.Meta]
+	Config  *opconfig.Store
 	// HTTPRoutes reports whether the Gateway API is served (HTTPRoute claims count then).
 	HTTPRoutes func() bool
 	Recorder   recorder.EventRecorder
@@ -94,10 +95,16 @@ type parsedMeta struct {
 // desired is what the sources say about one app.
 type desired struct {
 	source string
-	secret *metav1.PartialObjectMetadata
+	secret *secretRef
 	meta   *metasecret.Meta
 	byoa   bool
-	pods   []*corev1.Pod // the Pods its status counts
+	pods   []*Pod // the Pods its status counts
+}
+
+// secretRef names a meta-Secret.
+type secretRef struct {
+	Name string
+	UID  types.UID
 }
 
 // Reconcile decides one app.
@@ -156,32 +163,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Ingress/HTTPRoute claim, then annotated Pods (unless the name is used by Pods in
 // another namespace too). keep is true for a malformed meta-Secret.
 func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key types.NamespacedName) (*desired, bool, error) {
-	sec := &metav1.PartialObjectMetadata{}
-	sec.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: metasecret.SecretName(key.Name)}, sec)
-	switch {
-	case err == nil && sec.DeletionTimestamp.IsZero():
-		m, perr, err := r.readMeta(ctx, sec)
+	secretName := metasecret.SecretName(key.Name)
+	if sec, ok := r.Secrets.Get(key.Namespace, secretName); ok && !sec.Deleting {
+		m, perr, err := r.readMeta(ctx, key.Namespace, secretName, sec.ResourceVersion)
 		if err != nil {
 			return nil, false, err
 		}
 		if perr != nil {
 			return nil, true, nil
 		}
-		pods, err := r.pods(ctx, key.Namespace, "")
-		if err != nil {
-			return nil, false, err
-		}
-		return &desired{source: SourceSecret, secret: sec, meta: m, pods: pods}, false, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, false, err
+		return &desired{source: SourceSecret, secret: &secretRef{Name: secretName, UID: sec.UID}, meta: m,
+			pods: r.Pods.List(key.Namespace, "")}, false, nil
 	}
 	r.metas.Delete(key.String())
 
-	annotated, err := r.pods(ctx, key.Namespace, key.Name)
-	if err != nil {
-		return nil, false, err
-	}
+	annotated := r.Pods.List(key.Namespace, key.Name)
 	source, byoa, err := r.claims(ctx, key)
 	if err != nil {
 		return nil, false, err
@@ -189,15 +185,11 @@ func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key t
 	if source != "" {
 		return &desired{source: source, byoa: byoa, pods: annotated}, false, nil
 	}
-	if !opconfig.Enabled(snap.Spec.AppDiscovery.LabelDiscoveryEnabled) || len(counted(annotated)) == 0 {
+	if !opconfig.Enabled(snap.Spec.AppDiscovery.LabelDiscoveryEnabled) || len(annotated) == 0 {
 		r.conflicts.Delete(key.String())
 		return nil, false, nil
 	}
-	others, err := r.otherNamespaces(ctx, snap, key)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(others) > 0 {
+	if others := r.otherNamespaces(snap, key); len(others) > 0 {
 		r.announceConflict(ctx, key, annotated, others)
 		return nil, false, nil
 	}
@@ -207,13 +199,13 @@ func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key t
 
 // readMeta parses a meta-Secret, reading its content (uncached) only when its
 // resourceVersion changed; a malformed one gets a Warning event once per version.
-func (r *Reconciler) readMeta(ctx context.Context, sec *metav1.PartialObjectMetadata) (*metasecret.Meta, error, error) {
-	k := sec.Namespace + "/" + metasecret.AppName(sec.Name)
-	if v, ok := r.metas.Load(k); ok && v.(parsedMeta).rv == sec.ResourceVersion {
+func (r *Reconciler) readMeta(ctx context.Context, namespace, name, resourceVersion string) (*metasecret.Meta, error, error) {
+	k := namespace + "/" + metasecret.AppName(name)
+	if v, ok := r.metas.Load(k); ok && v.(parsedMeta).rv == resourceVersion {
 		return v.(parsedMeta).meta, v.(parsedMeta).err, nil
 	}
 	full := &corev1.Secret{}
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(sec), full); err != nil {
+	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, full); err != nil {
 		return nil, nil, client.IgnoreNotFound(err)
 	}
 	m, perr := metasecret.Parse(full.Name, full.Data)
@@ -225,34 +217,6 @@ func (r *Reconciler) readMeta(ctx context.Context, sec *metav1.PartialObjectMeta
 		r.Log.Info("malformed meta-Secret; no K8sApp declared from it", "namespace", full.Namespace, "name", full.Name, "problem", perr.Error())
 	}
 	return m, perr, nil
-}
-
-// pods lists a namespace's Pods from the stripped cache: all of them, or those
-// annotated with an app name.
-func (r *Reconciler) pods(ctx context.Context, namespace, app string) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	opts := []client.ListOption{client.InNamespace(namespace)}
-	if app != "" {
-		opts = append(opts, client.MatchingFields{IndexPodApp: app})
-	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
-}
-
-func counted(pods []*corev1.Pod) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range pods {
-		if Counted(p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // claimName is the app an Ingress or HTTPRoute claims (the annotation, or the
@@ -297,28 +261,20 @@ func (r *Reconciler) claims(ctx context.Context, key types.NamespacedName) (stri
 
 // otherNamespaces are the other namespaces (discovery may see) with counted Pods
 // annotated with the same app name.
-func (r *Reconciler) otherNamespaces(ctx context.Context, snap *opconfig.Snapshot, key types.NamespacedName) ([]string, error) {
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{IndexPodApp: key.Name}); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
+func (r *Reconciler) otherNamespaces(snap *opconfig.Snapshot, key types.NamespacedName) []string {
 	var out []string
 	filter := snap.AppNamespaces()
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Namespace != key.Namespace && !seen[p.Namespace] && filter.Allows(p.Namespace) && Counted(p) {
-			seen[p.Namespace] = true
-			out = append(out, p.Namespace)
+	for _, ns := range r.Pods.Namespaces(key.Name) {
+		if ns != key.Namespace && filter.Allows(ns) {
+			out = append(out, ns)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 // announceConflict puts a Warning event on each owner (Deployment, StatefulSet,
 // DaemonSet) of the namespace's annotated Pods, once per conflict.
-func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedName, pods []*corev1.Pod, others []string) {
+func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedName, pods []*Pod, others []string) {
 	msg := fmt.Sprintf("K8sApp %q is ignored: Pods in namespaces %s also carry polycrate_k8sapp_name=%s; use a distinct name per namespace",
 		key.Name, strings.Join(append([]string{key.Namespace}, others...), ", "), key.Name)
 	if prev, ok := r.conflicts.Load(key.String()); ok && prev.(string) == msg {
@@ -327,8 +283,8 @@ func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedN
 	r.conflicts.Store(key.String(), msg)
 	r.Log.Info("K8sApp name conflict across namespaces; the app is ignored", "namespace", key.Namespace, "name", key.Name, "others", others)
 	done := map[string]bool{}
-	for _, p := range counted(pods) {
-		owner := r.topOwner(ctx, p)
+	for _, p := range pods {
+		owner := r.topOwner(ctx, key.Namespace, p)
 		if owner == nil || done[owner.GetObjectKind().GroupVersionKind().Kind+"/"+owner.GetName()] {
 			continue
 		}
@@ -338,13 +294,13 @@ func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedN
 }
 
 // topOwner is the workload that owns a Pod (a ReplicaSet's Deployment).
-func (r *Reconciler) topOwner(ctx context.Context, p *corev1.Pod) client.Object {
-	ref := metav1.GetControllerOf(p)
-	if ref == nil {
+func (r *Reconciler) topOwner(ctx context.Context, namespace string, p *Pod) client.Object {
+	ref := p.Owner
+	if ref == (Owner{}) {
 		return nil
 	}
-	meta := metav1.ObjectMeta{Name: ref.Name, Namespace: p.Namespace, UID: ref.UID}
-	switch ref.Kind {
+	meta := metav1.ObjectMeta{Name: ref.Name.Value(), Namespace: namespace, UID: ref.UID.Value()}
+	switch ref.Kind.Value() {
 	case "StatefulSet":
 		return withKind(&appsv1.StatefulSet{ObjectMeta: meta}, "StatefulSet")
 	case "DaemonSet":
@@ -354,11 +310,11 @@ func (r *Reconciler) topOwner(ctx context.Context, p *corev1.Pod) client.Object 
 	case "ReplicaSet":
 		rs := &metav1.PartialObjectMetadata{}
 		rs.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-		if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, rs); err != nil {
+		if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: meta.Name}, rs); err != nil {
 			return nil
 		}
 		if d := metav1.GetControllerOf(rs); d != nil && d.Kind == "Deployment" {
-			return withKind(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: p.Namespace, UID: d.UID}}, "Deployment")
+			return withKind(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: namespace, UID: d.UID}}, "Deployment")
 		}
 	}
 	return nil
@@ -520,17 +476,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired
 
 // PodDetails is the API's pods_details of an app: the counted Pods its status
 // describes (every Pod of the namespace for a meta-Secret app, the annotated ones
-// otherwise), from the stripped cache.
+// otherwise), from the PodStore.
 func (r *Reconciler) PodDetails(ctx context.Context, app *v1.K8sApp) any {
 	name := app.Name
 	if app.Spec.DiscoverySource == SourceSecret {
 		name = ""
 	}
-	pods, err := r.pods(ctx, app.Namespace, name)
-	if err != nil {
-		return nil
-	}
-	details := Summarize(pods).Details
+	details := Summarize(r.Pods.List(app.Namespace, name)).Details
 	if details == nil {
 		details = []PodDetail{}
 	}

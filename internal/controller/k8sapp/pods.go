@@ -73,29 +73,26 @@ type Summary struct {
 	Hash string
 }
 
-// Summarize aggregates the counted Pods among pods.
-func Summarize(pods []*corev1.Pod) Summary {
+// Summarize aggregates counted Pods (the PodStore keeps no others).
+func Summarize(pods []*Pod) Summary {
 	var s Summary
 	images := map[string]int32{}
 	for _, p := range pods {
-		if !Counted(p) {
-			continue
-		}
 		d := detail(p)
 		s.Details = append(s.Details, d)
 		s.Total++
 		s.Restarts += d.Restarts
 		if d.Ready {
 			s.Ready++
-			if p.Status.Phase == corev1.PodRunning {
+			if p.Phase.Value() == corev1.PodRunning {
 				s.Available++
 			}
 		}
 		seen := map[string]bool{}
-		for _, c := range p.Spec.Containers {
-			if !seen[c.Image] {
-				seen[c.Image] = true
-				images[c.Image]++
+		for _, c := range p.Containers {
+			if img := c.Image.Value(); !seen[img] {
+				seen[img] = true
+				images[img]++
 			}
 		}
 	}
@@ -121,25 +118,10 @@ func Summarize(pods []*corev1.Pod) Summary {
 	return s
 }
 
-func detail(p *corev1.Pod) PodDetail {
-	d := PodDetail{Name: p.Name, Status: string(p.Status.Phase)}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			d.Ready = true
-		}
-	}
-	statuses := map[string]corev1.ContainerStatus{}
-	for _, cs := range p.Status.ContainerStatuses {
-		statuses[cs.Name] = cs
-		d.Restarts += cs.RestartCount
-		// A waiting reason says more than the phase (CrashLoopBackOff, ImagePullBackOff).
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending) {
-			d.Status = w.Reason
-		}
-	}
-	for _, c := range p.Spec.Containers {
-		cs := statuses[c.Name]
-		d.Containers = append(d.Containers, ContainerDetail{Name: c.Name, Image: c.Image, Ready: cs.Ready, Restarts: cs.RestartCount})
+func detail(p *Pod) PodDetail {
+	d := PodDetail{Name: p.Name, Status: p.Status.Value(), Ready: p.Ready, Restarts: p.Restarts}
+	for _, c := range p.Containers {
+		d.Containers = append(d.Containers, ContainerDetail{Name: c.Name.Value(), Image: c.Image.Value(), Ready: c.Ready, Restarts: c.Restarts})
 	}
 	return d
 }

@@ -64,6 +64,18 @@ func TestCounted(t *testing.T) {
 	}
 }
 
+// summarize slims the Pods as the PodStore does (dropping the uncounted ones) and
+// summarizes them.
+func summarize(pods ...*corev1.Pod) Summary {
+	var slim []*Pod
+	for _, p := range pods {
+		if sp, ok := SlimPod(p); ok {
+			slim = append(slim, &sp)
+		}
+	}
+	return Summarize(slim)
+}
+
 func TestSummarize(t *testing.T) {
 	rs, job := owned("ReplicaSet", true), owned("Job", true)
 	cases := []struct {
@@ -80,7 +92,7 @@ func TestSummarize(t *testing.T) {
 		{"only a job", []*corev1.Pod{testPod("j", corev1.PodRunning, true, &job, "x")}, 0, 0, StateWarning},
 	}
 	for _, c := range cases {
-		s := Summarize(c.pods)
+		s := summarize(c.pods...)
 		if s.Total != c.total || s.Ready != c.ready || s.State != c.state || s.Unavailable != s.Total-s.Available {
 			t.Errorf("%s: %+v, want total %d ready %d state %s", c.name, s, c.total, c.ready, c.state)
 		}
@@ -91,12 +103,12 @@ func TestSummarize(t *testing.T) {
 // Pod with the same image in two containers counts once; Job Pods not at all.
 func TestArtifacts(t *testing.T) {
 	rs, job := owned("ReplicaSet", true), owned("Job", true)
-	s := Summarize([]*corev1.Pod{
+	s := summarize(
 		testPod("a", corev1.PodRunning, true, &rs, "cargo.ayedo.cloud/library/nginx:1.25.3", "busybox:1.36"),
 		testPod("b", corev1.PodRunning, true, &rs, "cargo.ayedo.cloud/library/nginx:1.25.3", "cargo.ayedo.cloud/library/nginx:1.25.3"),
 		testPod("c", corev1.PodRunning, true, &rs, "cargo.ayedo.cloud/library/nginx:1.25.3"),
 		testPod("j", corev1.PodRunning, true, &job, "velero/velero:v1.13.0"),
-	})
+	)
 	want := []v1.K8sAppArtifact{
 		{Name: "busybox-1-36", Image: "busybox:1.36", PodCount: 1},
 		{Name: "cargo-ayedo-cloud-library-nginx-1-25-3", Image: "cargo.ayedo.cloud/library/nginx:1.25.3", PodCount: 3},
@@ -117,14 +129,14 @@ func TestArtifacts(t *testing.T) {
 func TestSummarizeDetailsAndHash(t *testing.T) {
 	rs := owned("ReplicaSet", true)
 	a, b := testPod("a", corev1.PodRunning, true, &rs, "x"), testPod("b", corev1.PodRunning, true, &rs, "x")
-	s1, s2 := Summarize([]*corev1.Pod{b, a}), Summarize([]*corev1.Pod{a, b})
+	s1, s2 := summarize(b, a), summarize(a, b)
 	if s1.Hash != s2.Hash || s1.Details[0].Name != "a" {
 		t.Errorf("details are not ordered: %+v", s1.Details)
 	}
 	crash := testPod("b", corev1.PodRunning, false, &rs, "x")
 	crash.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
 	crash.Status.ContainerStatuses[0].RestartCount = 7
-	s3 := Summarize([]*corev1.Pod{a, crash})
+	s3 := summarize(a, crash)
 	if s3.Hash == s1.Hash {
 		t.Error("hash did not change with the pod status")
 	}

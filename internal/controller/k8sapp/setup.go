@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,8 +20,8 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
+	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
 // Discovery is the wired K8sApp discovery: the controller, its wake channel and
@@ -34,28 +33,17 @@ type Discovery struct {
 	wake chan event.GenericEvent
 }
 
-// Setup wires K8sApp discovery: the Pod index, watches on K8sApps, meta-Secrets
-// (metadata only), Pods (stripped) and Ingresses, a full pass on configuration
-// changes and the periodic stale sweep (app_discovery.stale_cleanup_minutes).
+// Setup wires K8sApp discovery: watches on K8sApps, meta-Secrets and Pods (r.Secrets
+// and r.Pods, compact stores the caller runs) and Ingresses, a full pass on
+// configuration changes and the periodic stale sweep
+// (app_discovery.stale_cleanup_minutes).
 func Setup(mgr manager.Manager, r *Reconciler, maxConcurrent int) (*Discovery, error) {
-	ctx := context.Background()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodApp, func(o client.Object) []string {
-		if v := o.GetAnnotations()[kube.PodAnnotationK8sAppName]; v != "" {
-			return []string{v}
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
 	d := &Discovery{R: r, mgr: mgr, wake: make(chan event.GenericEvent, 1024)}
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	c, err := builder.ControllerManagedBy(mgr).
 		Named("discovery-k8sapp").
 		For(&v1.K8sApp{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Watches(secret, handler.EnqueueRequestsFromMapFunc(secretToApp), builder.OnlyMetadata,
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return metasecret.IsMetaSecret(o.GetName()) }))).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(d.podToApps)).
+		WatchesRawSource(&slimcache.Source[slimcache.Meta]{Store: r.Secrets, Map: secretToApps}).
+		WatchesRawSource(&slimcache.Source[Pod]{Store: r.Pods.Store, Map: d.podToApps}).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(claimToApp)).
 		WatchesRawSource(source.Channel(d.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options(maxConcurrent)).
@@ -85,11 +73,12 @@ func (d *Discovery) WatchHTTPRoutes() error {
 	return d.ctrl.Watch(source.Kind(d.mgr.GetCache(), client.Object(&gatewayv1.HTTPRoute{}), handler.EnqueueRequestsFromMapFunc(claimToApp)))
 }
 
-func secretToApp(_ context.Context, o client.Object) []reconcile.Request {
-	if !metasecret.IsMetaSecret(o.GetName()) {
+// secretToApps maps a meta-Secret's change to its app.
+func secretToApps(_ context.Context, e slimcache.Event[slimcache.Meta]) []reconcile.Request {
+	if !metasecret.IsMetaSecret(e.Name) {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: metasecret.AppName(o.GetName())}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: metasecret.AppName(e.Name)}}}
 }
 
 // claimToApp maps an Ingress or HTTPRoute to the app it claims (old and new
@@ -103,24 +92,24 @@ func claimToApp(_ context.Context, o client.Object) []reconcile.Request {
 
 // podToApps: an annotated Pod maps to its app in every namespace that uses the
 // name (a conflict starts or ends there too); any Pod maps to the meta-Secret
-// apps of its namespace, whose status counts every Pod.
-func (d *Discovery) podToApps(ctx context.Context, o client.Object) []reconcile.Request {
+// apps of its namespace, whose status counts every Pod. A change maps by both its
+// old and its new state, so a changed annotation re-decides both apps.
+func (d *Discovery) podToApps(ctx context.Context, e slimcache.Event[Pod]) []reconcile.Request {
 	var out []reconcile.Request
-	if name := o.GetAnnotations()[kube.PodAnnotationK8sAppName]; name != "" {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
-		list := &corev1.PodList{}
-		if err := d.R.Client.List(ctx, list, client.MatchingFields{IndexPodApp: name}); err == nil {
-			seen := map[string]bool{o.GetNamespace(): true}
-			for _, p := range list.Items {
-				if !seen[p.Namespace] {
-					seen[p.Namespace] = true
-					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: name}})
-				}
+	for _, p := range []*Pod{e.Old, e.New} {
+		if p == nil || p.App == noApp {
+			continue
+		}
+		name := p.AppName()
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: name}})
+		for _, ns := range d.R.Pods.Namespaces(name) {
+			if ns != e.Namespace {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 			}
 		}
 	}
 	apps := &v1.K8sAppList{}
-	if err := d.R.Client.List(ctx, apps, client.InNamespace(o.GetNamespace()), client.MatchingLabels{v1.LabelK8sAppDiscoverySource: SourceSecret}); err == nil {
+	if err := d.R.Client.List(ctx, apps, client.InNamespace(e.Namespace), client.MatchingLabels{v1.LabelK8sAppDiscoverySource: SourceSecret}); err == nil {
 		for _, a := range apps.Items {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
 		}
@@ -139,23 +128,16 @@ func (d *Discovery) All(ctx context.Context) {
 			keys[client.ObjectKeyFromObject(&a)] = true
 		}
 	}
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	if err := c.List(ctx, secrets); err == nil {
-		for _, s := range secrets.Items {
-			for _, r := range secretToApp(ctx, &s) {
-				keys[r.NamespacedName] = true
-			}
+	d.R.Secrets.Range("", func(ns, name string, _ *slimcache.Meta) {
+		if metasecret.IsMetaSecret(name) {
+			keys[types.NamespacedName{Namespace: ns, Name: metasecret.AppName(name)}] = true
 		}
-	}
-	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods); err == nil {
-		for _, p := range pods.Items {
-			if name := p.Annotations[kube.PodAnnotationK8sAppName]; name != "" {
-				keys[types.NamespacedName{Namespace: p.Namespace, Name: name}] = true
-			}
+	})
+	d.R.Pods.Range("", func(ns, _ string, p *Pod) {
+		if p.App != noApp {
+			keys[types.NamespacedName{Namespace: ns, Name: p.AppName()}] = true
 		}
-	}
+	})
 	ings := &networkingv1.IngressList{}
 	if err := c.List(ctx, ings); err == nil {
 		for i := range ings.Items {

@@ -37,6 +37,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
 // +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets,verbs=get;list;watch;update;patch
@@ -67,8 +68,11 @@ func SecretName(bucket string) string { return "s3-" + bucket + "-credentials" }
 
 // Reconciler provisions one S3Bucket.
 type Reconciler struct {
-	Client   client.Client // cached S3Buckets; all writes
-	Reader   client.Reader // uncached: Secrets are never cached with their data
+	Client client.Client // cached S3Buckets; all writes
+	Reader client.Reader // uncached: Secrets are never cached with their data
+	// Secrets keeps the metadata of the Secrets S3Buckets control (a compact
+	// store the caller runs; see OwnsSecret).
+	Secrets  *slimcache.Store[slimcache.Meta]
 	Config   *opconfig.Store
 	Conn     *agent.Connection
 	Recorder recorder.EventRecorder
@@ -507,8 +511,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) er
 	})); err != nil {
 		return err
 	}
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	sameName := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		b, ok := o.(*v1.S3Bucket)
 		if !ok {
@@ -533,8 +535,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) er
 			CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(e event.UpdateEvent) bool {
 				return !e.ObjectNew.GetDeletionTimestamp().IsZero()
 			}, DeleteFunc: func(event.DeleteEvent) bool { return true }})).
-		Watches(secret, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.S3Bucket{}, handler.OnlyControllerOwner()),
-			builder.OnlyMetadata).
+		WatchesRawSource(&slimcache.Source[slimcache.Meta]{Store: r.Secrets, Map: secretToBucket}).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options(maxConcurrent)).
 		Complete(r)
@@ -548,3 +549,23 @@ func deref(s *string) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// OwnsSecret reports whether an S3Bucket controls a Secret: the credentials
+// Secrets the secret store keeps for this controller.
+func OwnsSecret(o metav1.Object) bool {
+	c := metav1.GetControllerOfNoCopy(o)
+	return c != nil && c.Kind == "S3Bucket" && strings.HasPrefix(c.APIVersion, v1.GroupVersion.Group+"/")
+}
+
+// secretToBucket maps a change of a credentials Secret (deleted, or changed by
+// hand, its owner reference included) to the S3Bucket that controls or
+// controlled it.
+func secretToBucket(_ context.Context, e slimcache.Event[slimcache.Meta]) []reconcile.Request {
+	var out []reconcile.Request
+	for _, m := range []*slimcache.Meta{e.Old, e.New} {
+		if m != nil && m.ControllerKind == "S3Bucket" && strings.HasPrefix(m.ControllerAPIVersion, v1.GroupVersion.Group+"/") {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: m.ControllerName}})
+		}
+	}
+	return out
+}
