@@ -82,8 +82,13 @@ func (s *Server) visible(res *Resource, id string, p principal, includeDeleted b
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, p principal, res *Resource) {
 	q := r.URL.Query()
+	candidates := func() []*Object { return s.store.List(res.Name) }
+	if v := q["name_exact"]; len(v) == 1 && res.Filters["name_exact"] == "name" {
+		// The name index narrows the scan; matches still applies every filter.
+		candidates = func() []*Object { return s.store.WithName(res.Name, v[0]) }
+	}
 	var items []*Object
-	for _, o := range s.store.List(res.Name) {
+	for _, o := range candidates() {
 		if o.DeletedAt != nil || !p.sees(res, o) {
 			continue
 		}

@@ -506,3 +506,40 @@ func FuzzRequestDecoding(f *testing.F) {
 		}
 	})
 }
+
+// name_exact is served from the name index: exact (not a substring), follows a
+// rename and a deletion, and still applies the other filters.
+func TestNameExactThroughTheIndex(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	ids := map[string]string{}
+	for _, n := range []string{"web", "web-2", "db"} {
+		_, o, _ := do(t, ts.URL, DevAgentToken, "POST", "/api/v1/hosts/", map[string]any{"name": n, "hostname": n + ".example.com"})
+		ids[n] = o["id"].(string)
+	}
+	names := func(query string) []string {
+		t.Helper()
+		_, page, _ := do(t, ts.URL, DevAgentToken, "GET", "/api/v1/hosts/?"+query, nil)
+		var out []string
+		for _, r := range page["results"].([]any) {
+			out = append(out, r.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	if got := names("name_exact=web"); len(got) != 1 || got[0] != ids["web"] {
+		t.Fatalf("name_exact=web: %v", got)
+	}
+	if got := names("name_exact=web&hostname=db.example.com"); len(got) != 0 {
+		t.Fatalf("the other filters were not applied: %v", got)
+	}
+	do(t, ts.URL, DevAgentToken, "PATCH", "/api/v1/hosts/"+ids["web"]+"/", map[string]any{"name": "frontend"})
+	if got := names("name_exact=web"); len(got) != 0 {
+		t.Fatalf("the old name still matches after a rename: %v", got)
+	}
+	if got := names("name_exact=frontend"); len(got) != 1 || got[0] != ids["web"] {
+		t.Fatalf("name_exact=frontend: %v", got)
+	}
+	do(t, ts.URL, DevAgentToken, "DELETE", "/api/v1/hosts/"+ids["db"]+"/", nil)
+	if got := names("name_exact=db"); len(got) != 0 {
+		t.Fatalf("a deleted object matches: %v", got)
+	}
+}

@@ -68,11 +68,14 @@ type Store struct {
 	// keyOf gives an object's natural key ("" for none); byKey indexes live objects by it.
 	keyOf func(*Object) string
 	byKey map[string]map[string]bool // resource + "\x00" + key → ids
+	// byName indexes objects by their "name" field, for name_exact lookups (the
+	// natural-key search every client makes before a create).
+	byName map[string]map[string]bool // resource + "\x00" + name → ids
 }
 
 // OpenStore opens a store; path "" keeps everything in memory.
 func OpenStore(path string) (*Store, error) {
-	s := &Store{objs: map[string]map[string]*Object{}, byKey: map[string]map[string]bool{}}
+	s := &Store{objs: map[string]map[string]*Object{}, byKey: map[string]map[string]bool{}, byName: map[string]map[string]bool{}}
 	if path == "" {
 		return s, nil
 	}
@@ -140,7 +143,17 @@ func (s *Store) indexKey(o *Object) string {
 	return ""
 }
 
+func nameKey(o *Object) string {
+	n, _ := o.Data["name"].(string)
+	return o.Resource + "\x00" + n
+}
+
 func (s *Store) index(o *Object) {
+	if k := nameKey(o); s.byName[k] == nil {
+		s.byName[k] = map[string]bool{o.ID: true}
+	} else {
+		s.byName[k][o.ID] = true
+	}
 	if k := s.indexKey(o); k != "" {
 		if s.byKey[k] == nil {
 			s.byKey[k] = map[string]bool{}
@@ -172,6 +185,23 @@ func (s *Store) WithKey(resource, key string) []*Object {
 	var out []*Object
 	for id := range s.byKey[k] {
 		if o := s.objs[resource][id]; o != nil && s.indexKey(o) == k {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// WithName returns a resource's objects (deleted ones included) whose "name" is
+// name, in creation order: the candidates of a name_exact filter. Stale index
+// entries (renamed or removed objects) are checked against the current object.
+func (s *Store) WithName(resource, name string) []*Object {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k := resource + "\x00" + name
+	var out []*Object
+	for id := range s.byName[k] {
+		if o := s.objs[resource][id]; o != nil && nameKey(o) == k {
 			out = append(out, o)
 		}
 	}
@@ -274,6 +304,7 @@ func (s *Store) Reset() error {
 	defer s.mu.Unlock()
 	s.objs = map[string]map[string]*Object{}
 	s.byKey = map[string]map[string]bool{}
+	s.byName = map[string]map[string]bool{}
 	if s.db != nil {
 		if _, err := s.db.Exec(`DELETE FROM objects`); err != nil {
 			return err

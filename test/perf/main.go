@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -50,7 +52,7 @@ type config struct {
 	restartWindow, brownout, timeout                                     time.Duration
 	brownoutIngresses                                                    int
 	out                                                                  string
-	stopAfter, pprof, operatorArgs                                       string
+	stopAfter, pprof, operatorArgs, cpuProfile                           string
 }
 
 // Results is what one run measured.
@@ -99,8 +101,15 @@ func main() {
 	flag.StringVar(&c.stopAfter, "stop-after", "", "end the run after this phase (convergence, restart, memory, propagation); empty runs all")
 	flag.StringVar(&c.pprof, "pprof", "", "serve the operator's /debug/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.StringVar(&c.operatorArgs, "operator-args", "", "extra flags for the operator, space-separated (the defaults are measured without)")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness process's CPU profile (emulator included) to this file")
 	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json and convergence.svg go")
 	flag.Parse()
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	r, err := run(context.Background(), c)
 	if r != nil {
 		printTable(os.Stdout, r)
@@ -319,13 +328,29 @@ func (h *harness) ceiling(ctx context.Context) (float64, int, error) {
 			}
 		}
 		for j := 0; j < c.hosts; j++ {
-			ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "ceiling", Name: fmt.Sprintf("h%d-app-%05d", j, i)},
-				Spec: v1.EndpointSpec{RemoteAddress: fmt.Sprintf("h%d.app-%05d.example.com", j, i), RemotePort: 443, Path: "/health"}}
-			if err := h.k8s.Create(ctx, ep); err != nil {
+			// The operator declares an Endpoint with server-side apply (labels, owner,
+			// finalizer, full spec), then patches its status: so does the ceiling.
+			// No finalizer here, so the cleanup below is one request.
+			host := fmt.Sprintf("h%d.app-%05d.example.com", j, i)
+			ep := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
+				"metadata": map[string]any{"name": fmt.Sprintf("h%d-app-%05d", j, i), "namespace": "ceiling",
+					"labels": map[string]any{"perf-ceiling/discovered": "true", "perf-ceiling/ingress": ing.Name},
+					"ownerReferences": []any{map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+						"name": ing.Name, "uid": string(ing.UID)}}},
+				"spec": map[string]any{"displayName": host, "remoteAddress": host, "remotePort": int64(443), "kind": "http",
+					"tls": true, "path": "/", "timeout": int64(5), "interval": int64(60), "expectedStatusCodes": []any{int64(200)}},
+			}}
+			if err := h.k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(ep), client.FieldOwner("perf-ceiling"), client.ForceOwnership); err != nil {
 				return err
 			}
-			if err := h.k8s.Status().Patch(ctx, ep, client.RawPatch("application/merge-patch+json",
-				[]byte(`{"status":{"phase":"synced","apiID":"00000000-0000-4000-8000-000000000000"}}`))); err != nil {
+			// The status the sync writes: phase, id, hash, time, generation, Ready.
+			now := time.Now().UTC().Format(time.RFC3339)
+			status := fmt.Sprintf(`{"status":{"phase":"Synced","apiID":"00000000-0000-4000-8000-%012d","configHash":"%016x",`+
+				`"lastSyncedAt":%q,"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"Synced",`+
+				`"message":"synced to the Polycrate API as 00000000-0000-4000-8000-%012d","lastTransitionTime":%q,"observedGeneration":1}]}}`,
+				i*c.hosts+j, i*c.hosts+j, now, i*c.hosts+j, now)
+			if err := h.k8s.Status().Patch(ctx, ep, client.RawPatch("application/merge-patch+json", []byte(status))); err != nil {
 				return err
 			}
 		}
