@@ -179,29 +179,26 @@ func (s *Store) SetKeyFunc(f func(*Object) string) {
 // may hold stale ids (an object whose key changed, or that was deleted); they are
 // checked against the current object here.
 func (s *Store) WithKey(resource, key string) []*Object {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	k := resource + "\x00" + key
-	var out []*Object
-	for id := range s.byKey[k] {
-		if o := s.objs[resource][id]; o != nil && s.indexKey(o) == k {
-			out = append(out, o)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out
+	return s.indexed(&s.byKey, resource, key, s.indexKey)
 }
 
 // WithName returns a resource's objects (deleted ones included) whose "name" is
 // name, in creation order: the candidates of a name_exact filter. Stale index
 // entries (renamed or removed objects) are checked against the current object.
 func (s *Store) WithName(resource, name string) []*Object {
+	return s.indexed(&s.byName, resource, name, nameKey)
+}
+
+// indexed reads one entry of an index (&s.byKey, &s.byName; read under the lock)
+// in creation order, keeping
+// only the objects whose current key (keyOf) still is the entry's.
+func (s *Store) indexed(idx *map[string]map[string]bool, resource, value string, keyOf func(*Object) string) []*Object {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	k := resource + "\x00" + name
+	k := resource + "\x00" + value
 	var out []*Object
-	for id := range s.byName[k] {
-		if o := s.objs[resource][id]; o != nil && nameKey(o) == k {
+	for id := range (*idx)[k] {
+		if o := s.objs[resource][id]; o != nil && keyOf(o) == k {
 			out = append(out, o)
 		}
 	}
