@@ -133,6 +133,10 @@ type Reconciler[O client.Object] struct {
 	wake    chan event.GenericEvent
 }
 
+// localClusterRecheck is how often an object waiting for the local cluster looks
+// again on its own.
+const localClusterRecheck = 2 * time.Minute
+
 // Reconcile runs the skeleton for one object.
 func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj := r.Adapter.New()
@@ -194,8 +198,10 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	payload, err := r.Adapter.Payload(obj, snap)
 	switch {
 	case errors.Is(err, opconfig.ErrNoLocalCluster):
+		// The configuration change that registers the cluster wakes every object;
+		// the requeue is only a safety net should that wake be missed.
 		r.waiting(obj, v1.ReasonWaitingForLocalCluster, err.Error())
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: localClusterRecheck}, nil
 	case err != nil:
 		r.failed(obj, v1.ReasonInvalidSpec, err.Error(), true)
 		return reconcile.Result{}, nil

@@ -184,6 +184,13 @@ func (r *Reconciler) publish(oc *v1.OperatorConfig, clusterIgnore []string) {
 	next := &opconfig.Snapshot{Namespace: oc.Namespace, Generation: oc.Generation, Spec: *oc.Spec.DeepCopy(), ClusterIgnoreNamespaces: clusterIgnore}
 	if st := oc.Status.LocalCluster; st != nil {
 		next.LocalClusterID = st.ClusterID
+	} else if cur != nil && r.lastLocal != nil && cur.LocalClusterID == r.lastLocal.ClusterID {
+		// The cached status lags behind this process's own registration (its
+		// status write was refused on a conflict, or not cached yet): keep the
+		// cluster rather than withdraw it until step 5 confirms it. Withdrawing
+		// would send every synced object to "waiting for the local cluster" and
+		// back.
+		next.LocalClusterID = cur.LocalClusterID
 	}
 	if cur != nil && cur.Generation == next.Generation && cur.LocalClusterID == next.LocalClusterID &&
 		equality.Semantic.DeepEqual(cur.Spec, next.Spec) && slices.Equal(cur.ClusterIgnoreNamespaces, next.ClusterIgnoreNamespaces) {
