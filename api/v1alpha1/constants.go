@@ -115,6 +115,8 @@ const (
 	ReasonConflict               = "Conflict"
 	ReasonUnreachable            = "Unreachable"
 	ReasonInvalidCACertificate   = "InvalidCACertificate"
+	ReasonAPIRedirect            = "APIRedirect"
+	ReasonNameCollision          = "NameCollision"
 	ReasonWorkspaceNotResolved   = "WorkspaceNotResolved"
 	ReasonLocalClusterNotCreated = "LocalClusterNotConfigured"
 	ReasonLocalClusterRegistered = "Registered"

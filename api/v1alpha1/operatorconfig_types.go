@@ -70,6 +70,11 @@ type APISyncConfig struct {
 	// +kubebuilder:default={}
 	// +optional
 	CredentialsRef CredentialsReference `json:"credentials_ref,omitempty"`
+	// CACertificate is a PEM bundle trusted for api_url besides the system's roots:
+	// for an API behind a private CA or a TLS-inspecting proxy.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	CACertificate string `json:"ca_certificate,omitempty"`
 	// HealthReportIntervalSeconds is how often the operator reports its health to the
 	// API (which keeps it registered as an agent and alive).
 	// +kubebuilder:default=30

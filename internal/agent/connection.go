@@ -5,7 +5,12 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -20,6 +25,7 @@ var ErrNotConnected = errors.New("no Polycrate API token configured")
 type Connection struct {
 	mu      sync.RWMutex
 	url     string
+	ca      string
 	token   string
 	client  *polycrate.Client
 	opts    polycrate.Options
@@ -32,24 +38,37 @@ func NewConnection(opts polycrate.Options) *Connection {
 	return &Connection{opts: opts}
 }
 
-// Configure sets the API URL and token. It reports whether anything changed. The
-// client reads the token on every request, so a new token takes effect at once.
-func (c *Connection) Configure(url, token string) (bool, error) {
+// ErrInvalidCA is returned by Configure for a ca_certificate that is no PEM
+// certificate.
+var ErrInvalidCA = errors.New("api_sync.ca_certificate is invalid")
+
+// Configure sets the API URL, the PEM CA bundle trusted for it besides the
+// system's roots ("" = the system's roots only) and the token. It reports
+// whether anything changed. The client reads the token on every request, so a new
+// token takes effect at once; a new URL or CA builds a new client.
+func (c *Connection) Configure(url, caPEM, token string) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if url == c.url && token == c.token && c.client != nil {
+	if url == c.url && caPEM == c.ca && token == c.token && c.client != nil {
 		return false, nil
 	}
-	if url != c.url || c.client == nil {
+	if url != c.url || caPEM != c.ca || c.client == nil {
 		o := c.opts
 		o.BaseURL = url
 		o.Token = c.tokenSource
+		if caPEM != "" {
+			hc, err := clientWithCA(o.HTTPClient, caPEM)
+			if err != nil {
+				return false, err
+			}
+			o.HTTPClient = hc
+		}
 		cl, err := polycrate.New(o)
 		if err != nil {
 			return false, err
 		}
 		c.client = cl
-		c.url = url
+		c.url, c.ca = url, caPEM
 	}
 	c.token = token
 	c.version++
@@ -63,7 +82,7 @@ func (c *Connection) Disconnect() {
 	if c.token != "" || c.client != nil {
 		c.token = ""
 		c.client = nil
-		c.url = ""
+		c.url, c.ca = "", ""
 		c.version++
 	}
 }
@@ -89,4 +108,51 @@ func (c *Connection) tokenSource(context.Context) (string, error) {
 		return "", ErrNotConnected
 	}
 	return c.token, nil
+}
+
+// clientWithCA is an HTTP client that trusts the system's roots and the PEM
+// certificates given (an API behind a private CA or a TLS-inspecting proxy).
+func clientWithCA(base *http.Client, caPEM string) (*http.Client, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	rest, n := []byte(caPEM), 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: a certificate cannot be parsed: %v", ErrInvalidCA, err)
+		}
+		pool.AddCert(cert)
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: it holds no PEM certificate", ErrInvalidCA)
+	}
+	var tr *http.Transport
+	if base != nil {
+		if t, ok := base.Transport.(*http.Transport); ok {
+			tr = t.Clone()
+		}
+	}
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tr.TLSClientConfig.RootCAs = pool
+	hc := &http.Client{Transport: tr}
+	if base != nil {
+		hc.Timeout = base.Timeout
+	}
+	return hc, nil
 }

@@ -135,6 +135,22 @@ func (r *Reporter) ReportNow() {
 	}
 }
 
+// earlyReportGap bounds ReportSoon to one early report per interval.
+const earlyReportGap = 5 * time.Second
+
+// ReportSoon asks for an early report while the last one failed: another request
+// just got an answer, so the API may be back, and APIConnected should not wait
+// for the report's backoff (up to MaxBackoff) to say so. At most one early report
+// per earlyReportGap, so a health endpoint that keeps failing while others answer
+// is not hammered.
+func (r *Reporter) ReportSoon() {
+	last := r.State.Last()
+	if last == nil || last.Err == nil || time.Since(last.At) < earlyReportGap {
+		return
+	}
+	r.ReportNow()
+}
+
 // NeedLeaderElection: only the leader reports.
 func (r *Reporter) NeedLeaderElection() bool { return true }
 

@@ -6,12 +6,9 @@
 package annotations
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -434,51 +431,4 @@ func (s Settings) For(host string, src Source) Check {
 		}
 	}
 	return c
-}
-
-var (
-	nonDNS     = regexp.MustCompile(`[^a-z0-9-]+`)
-	plainHost  = regexp.MustCompile(`^[a-z0-9.]+$`)
-	hyphenRuns = regexp.MustCompile(`-+`)
-)
-
-// EndpointName is the Endpoint CR's name for a host: the host with dots as
-// hyphens, as in the seed ("app.example.com" → "app-example-com"). Where that
-// could collide (a host with hyphens or other characters, or a name over 63
-// characters) a short hash of the host keeps names distinct.
-func EndpointName(host string) string {
-	h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(host), "."))
-	slug := strings.Trim(nonDNS.ReplaceAllString(strings.ReplaceAll(h, ".", "-"), "-"), "-")
-	if slug == "" {
-		slug = "endpoint"
-	}
-	if plainHost.MatchString(h) && len(slug) <= 63 {
-		return slug
-	}
-	sum := shortHash(h)
-	if len(slug) > 63-len(sum)-1 {
-		slug = strings.TrimRight(slug[:63-len(sum)-1], "-")
-	}
-	return slug + "-" + sum
-}
-
-// APIName is the endpoint's name in the Polycrate API: a slug of namespace and host
-// plus a short hash, unique across namespaces, at most 255 characters.
-func APIName(namespace, host string) string {
-	h := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(host), "."))
-	slug := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(namespace)+"-"+strings.ReplaceAll(h, ".", "-"), "-"), "-")
-	slug = hyphenRuns.ReplaceAllString(slug, "-")
-	if slug == "" {
-		slug = "endpoint"
-	}
-	sum := shortHash(namespace + "/" + h)
-	if limit := 255 - len(sum) - 1; len(slug) > limit {
-		slug = strings.TrimRight(slug[:limit], "-")
-	}
-	return slug + "-" + sum
-}
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:6]
 }

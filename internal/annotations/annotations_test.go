@@ -2,7 +2,6 @@ package annotations
 
 import (
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -218,42 +217,6 @@ func TestPrecedenceWithAGatewayListener(t *testing.T) {
 		want{"shop.acme.example", "/shop", false, 8080, 5, 60, []int{200}, ""})
 }
 
-var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-var apiSlug = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
-
-func TestNames(t *testing.T) {
-	if got := EndpointName("app.example.com"); got != "app-example-com" {
-		t.Fatalf("the seed's example name: %q", got)
-	}
-	// Hosts that would collide get a hash.
-	a, b := EndpointName("app.example.com"), EndpointName("app-example.com")
-	if a == b {
-		t.Fatalf("collision: %q", a)
-	}
-	long := strings.Repeat("verylonglabel.", 8) + "example.com"
-	for _, h := range []string{"app-example.com", long, "UPPER.Example.COM", "*.wild.example.com", "xn--bcher-kva.example", "."} {
-		n := EndpointName(h)
-		if len(n) > 63 || !dns1123.MatchString(n) {
-			t.Errorf("EndpointName(%q) = %q is not a DNS-1123 label", h, n)
-		}
-	}
-	if EndpointName(long) == EndpointName(long+"x") {
-		t.Error("long hosts collide")
-	}
-	x, y := APIName("production", "app.example.com"), APIName("staging", "app.example.com")
-	if x == y || !strings.HasPrefix(x, "production-app-example-com-") {
-		t.Fatalf("API names %q %q", x, y)
-	}
-	for _, n := range []string{x, APIName("a--b", "--x..y--"), APIName("ns", long+long+long)} {
-		if len(n) > 255 || !apiSlug.MatchString(n) {
-			t.Errorf("API name %q breaks the slug rule", n)
-		}
-	}
-	if APIName("ns", "A.example.com") != APIName("ns", "a.example.com.") {
-		t.Error("host case and trailing dot must not change the API name")
-	}
-}
-
 func TestForDoesNotAlias(t *testing.T) {
 	s, _ := Parse(map[string]string{ExpectedStatus: "200,201"})
 	c := s.For("x", Source{})
@@ -280,12 +243,5 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		_ = Selected(ModeAuto, ann)
-		n := EndpointName(host)
-		if len(n) > 63 || !dns1123.MatchString(n) {
-			t.Fatalf("EndpointName(%q) = %q", host, n)
-		}
-		if a := APIName(monitor, host); len(a) > 255 || !apiSlug.MatchString(a) {
-			t.Fatalf("APIName(%q, %q) = %q", monitor, host, a)
-		}
 	})
 }

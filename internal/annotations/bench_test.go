@@ -36,13 +36,3 @@ func BenchmarkParseFor(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkNames measures the CR and API names derived from a host.
-func BenchmarkNames(b *testing.B) {
-	b.ReportAllocs()
-	host := "a-rather-long-service-name.team-payments.eu-central-1.prod.example.com"
-	for b.Loop() {
-		_ = EndpointName(host)
-		_ = APIName("team-payments", host)
-	}
-}

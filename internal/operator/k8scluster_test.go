@@ -148,10 +148,13 @@ var _ = Describe("K8sCluster: external clusters", func() {
 		Expect(expectPhase("elsewhere", "stray", k8scluster.PhaseError, v1.ReasonInvalidSpec).Status.Message).To(ContainSubstring(`operator namespace "polycrate"`))
 	})
 
-	It("picks up fixed credentials at once through the Secret watch", func() {
-		secret(ns, "fixed-later", map[string]string{"token": "wrong"})
+	It("picks up fixed credentials at once through the Secret watch, with an event on every change of the reason", func() {
 		external(ns, "fixed-later", v1.K8sClusterSpec{APIServer: apiServerURL(), Authentication: tokenAuth("fixed-later"), CACertificate: string(cfg.CAData)})
+		expectPhase(ns, "fixed-later", k8scluster.PhaseError, v1.ReasonSecretNotFound)
+		expectEvent(ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonSecretNotFound)
+		secret(ns, "fixed-later", map[string]string{"token": "wrong"})
 		expectPhase(ns, "fixed-later", k8scluster.PhaseError, v1.ReasonUnauthorized)
+		expectEvent(ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonUnauthorized)
 		s := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-later"}, s)).To(Succeed())
 		sa := &corev1.ServiceAccount{}
@@ -169,6 +172,7 @@ var _ = Describe("K8sCluster: external clusters", func() {
 			_ = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-later"}, kc)
 			return kc.Status.Phase
 		}, 20*time.Second, pollInterval).Should(Equal(k8scluster.PhaseReady))
+		expectEvent(ns, "fixed-later", corev1.EventTypeNormal, v1.ReasonConnected) // "connected again"
 		// No credential in any status.
 		list := &v1.K8sClusterList{}
 		Expect(k8s.List(ctx, list)).To(Succeed())

@@ -99,10 +99,18 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	op := &Operator{
 		Config: &opconfig.Store{},
-		Conn:   agent.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics}),
 		Health: agent.NewState(),
 		Errors: &agent.ErrorReporter{Interval: o.ErrorReportInterval},
 	}
+	// Any answer of the API while the health report is failing asks for an early
+	// report: APIConnected follows a recovery within seconds, not after the
+	// report's backoff.
+	op.Conn = agent.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics,
+		OnAnswer: func(resource string, serving bool) {
+			if serving && resource != polycrate.ResourceHealth && op.Reporter != nil {
+				op.Reporter.ReportSoon()
+			}
+		}})
 	op.Reporter = &agent.Reporter{Conn: op.Conn, Config: op.Config, State: op.Health, Metrics: healthMetrics,
 		Identity: agent.ClusterIdentity(mgr.GetAPIReader(), o.Namespace), Version: o.Version,
 		Log: mgr.GetLogger().WithName("agent"), Errors: op.Errors}

@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -140,16 +142,21 @@ func setToken(data map[string][]byte) {
 }
 
 func warningEvent(namespace, reason string) {
-	EventuallyWithOffset(1, func(g Gomega) {
+	expectEvent(namespace, "default", corev1.EventTypeWarning, reason)
+}
+
+// expectEvent waits for an event of a type and reason about the named object.
+func expectEvent(namespace, name, typ, reason string) {
+	EventuallyWithOffset(2, func(g Gomega) {
 		list := &eventsv1.EventList{}
 		g.Expect(k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
 		found := false
 		for _, e := range list.Items {
-			if e.Reason == reason && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "default" {
+			if e.Reason == reason && e.Type == typ && e.Regarding.Name == name {
 				found = true
 			}
 		}
-		g.Expect(found).To(BeTrue(), "no Warning event %s in %s", reason, namespace)
+		g.Expect(found).To(BeTrue(), "no %s event %s about %s/%s", typ, reason, namespace, name)
 	}, apiTimeout, pollInterval).Should(Succeed())
 }
 
@@ -203,19 +210,24 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonSecretKeyMissing)
 		Expect(c.Message).To(ContainSubstring(`no key "token"`))
 		Expect(c.Message).To(ContainSubstring("its keys: api-key"))
+		// Every transition of the condition is a Warning event, not only the first.
+		warningEvent(ns, v1.ReasonSecretKeyMissing)
 
 		setToken(map[string][]byte{"token": []byte("  \n")})
 		condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonTokenEmpty)
+		warningEvent(ns, v1.ReasonTokenEmpty)
 
 		setToken(map[string][]byte{"token": []byte(wrongToken)})
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonUnauthorized)
 		Expect(c.Message).To(ContainSubstring("401"))
 		condition(v1.ConditionReady, metav1.ConditionFalse, v1.ReasonUnauthorized)
+		warningEvent(ns, v1.ReasonUnauthorized)
 
 		// A token without a workspace (here: a platform token) is refused with 403.
 		setToken(map[string][]byte{"token": []byte(emulator.DevSystemToken)})
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonForbidden)
 		Expect(c.Message).To(ContainSubstring("No workspace found"))
+		warningEvent(ns, v1.ReasonForbidden)
 	})
 
 	It("with a valid token: connected, the workspace resolved from the token, registered as an operator agent", func() {
@@ -349,6 +361,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/agent/health/", Status: 503})).To(Succeed())
 		c := condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonAPIUnavailable)
 		Expect(c.Message).To(ContainSubstring("503"))
+		warningEvent(ns, v1.ReasonAPIUnavailable)
 		// The workspace stays known while the API is down.
 		condition(v1.ConditionWorkspaceResolved, metav1.ConditionTrue, v1.ReasonResolved)
 
@@ -365,6 +378,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		errorReportsBefore := api.Counters()["agent/errors"].Writes
 		Expect(api.SetFaults()).To(Succeed())
 		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		expectEvent(ns, "default", corev1.EventTypeNormal, v1.ReasonConnected) // the recovery, as an event
 		// Once the API is back, the outage is reported to it (rate-limited, batched).
 		Eventually(func() int { return api.Counters()["agent/errors"].Writes }, apiTimeout, pollInterval).Should(BeNumerically(">", errorReportsBefore))
 		Eventually(op.Errors.Pending, apiTimeout, pollInterval).Should(BeZero())
@@ -385,6 +399,59 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 			}
 			g.Expect(ours).To(BeNumerically(">=", 1))
 		}, apiTimeout, pollInterval).Should(Succeed())
+	})
+
+	It("names a redirecting api_url, an unreachable one and an untrusted certificate, and trusts ca_certificate", func() {
+		// http:// in front of an https API: a redirect is never followed (a write
+		// would turn into a GET and be lost); the condition names the target.
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, apiURL+r.URL.Path, http.StatusMovedPermanently)
+		}))
+		DeferCleanup(front.Close)
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = front.URL })
+		c := condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonAPIRedirect)
+		Expect(c.Message).To(ContainSubstring("api_url redirects to " + apiURL + "/api/v1/agent/health/"))
+		warningEvent(ns, v1.ReasonAPIRedirect)
+
+		tlsAPI := httptest.NewTLSServer(api.Handler())
+		DeferCleanup(tlsAPI.Close)
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = tlsAPI.URL })
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonInvalidCACertificate)
+		Expect(c.Message).To(ContainSubstring("ca_certificate"))
+		warningEvent(ns, v1.ReasonInvalidCACertificate)
+
+		caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsAPI.Certificate().Raw}))
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.CACertificate = caPEM })
+		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.CACertificate = "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n" })
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonInvalidCACertificate)
+		Expect(c.Message).To(ContainSubstring("api_sync.ca_certificate is invalid"))
+
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL, oc.Spec.APISync.CACertificate = "http://127.0.0.1:1", "" })
+		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonUnreachable)
+		Expect(c.Message).To(ContainSubstring("cannot be reached"))
+		warningEvent(ns, v1.ReasonUnreachable)
+
+		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = apiURL })
+		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		condition(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected)
+	})
+
+	It("says APIConnected again within seconds of a recovery, not after the health report's backoff", func() {
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/agent/health/", Status: 503})).To(Succeed())
+		condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonAPIUnavailable)
+		// Let the report's backoff grow well past the wait below (1 s interval: 1, 2, 4, 8, 16 s …).
+		Eventually(func() int { return op.Health.Last().Failures }, apiTimeout, pollInterval).Should(BeNumerically(">=", 5))
+		Expect(api.SetFaults()).To(Succeed())
+		// Any other answer of the API (here: reads as the syncs make them) asks for an
+		// early report, at most one per 5 s.
+		Eventually(func(g Gomega) {
+			_, _ = op.Conn.Client().K8sClusters().List(ctx, nil)
+			c := meta.FindStatusCondition(getOC().Status.Conditions, v1.ConditionAPIConnected)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}, 8*time.Second, pollInterval).Should(Succeed())
 	})
 
 	It("applies configuration changes live, and merges the cluster record's ignored namespaces", func() {

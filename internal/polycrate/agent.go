@@ -104,7 +104,7 @@ type ErrorReportResponse struct {
 // report registers the agent.
 func (c *Client) ReportHealth(ctx context.Context, r HealthReport) (*HealthResponse, error) {
 	out := &HealthResponse{}
-	return out, c.send(ctx, "agent/health", http.MethodPost, "/api/v1/agent/health/", r, out)
+	return out, c.send(ctx, ResourceHealth, http.MethodPost, "/api/v1/agent/health/", r, out)
 }
 
 // AssignedEndpoints lists the endpoints the API assigned to an agent (a plain
@@ -159,6 +159,9 @@ type Assignment struct {
 	ChecksFailed        int        `json:"checks_failed"`
 	SuccessRate         float64    `json:"success_rate"`
 }
+
+// ResourceHealth is the metrics label of the health report.
+const ResourceHealth = "agent/health"
 
 // Agents is /api/v1/agents/ (read-only: Get and List).
 func (c *Client) Agents() Resource[Agent, AgentRow, struct{}] {

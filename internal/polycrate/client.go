@@ -48,6 +48,10 @@ type Options struct {
 	MaxRetryWait time.Duration
 	// Metrics records requests; nil records nothing.
 	Metrics *Metrics
+	// OnAnswer, when set, learns of every request's outcome: serving is true when
+	// the API answered with anything but a 5xx or 429 (it is up), false when it
+	// did not answer or answered so. resource is the metrics label.
+	OnAnswer func(resource string, serving bool)
 }
 
 // Client talks to one Polycrate API.
@@ -82,8 +86,34 @@ func New(opts Options) (*Client, error) {
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	} else {
+		cp := *hc // the redirect policy below is the client's own; never change the caller's
+		hc = &cp
 	}
+	hc.CheckRedirect = sameOriginRedirect
 	return &Client{base: u, opts: opts, http: hc, sleep: sleepCtx}, nil
+}
+
+// sameOriginRedirect is the client's redirect policy. Go's default follows a
+// 301/302/303 of a POST or PUT as a GET: the write is silently lost, and a 200 of
+// that GET reads as success (an endpoint "synced" with no id). It would also send
+// the token to another origin. So only a redirect to the same scheme, host and
+// port is followed, and for a write only 307/308 (they keep the method and body);
+// anything else comes back as the 3xx answer itself, which do turns into a
+// RedirectError naming the Location.
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case len(via) >= 5:
+		return http.ErrUseLastResponse
+	case req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host:
+		return http.ErrUseLastResponse
+	case first.Method != http.MethodGet && first.Method != http.MethodHead &&
+		(req.Method != first.Method || (req.Response != nil && req.Response.StatusCode != http.StatusTemporaryRedirect &&
+			req.Response.StatusCode != http.StatusPermanentRedirect)):
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -174,9 +204,11 @@ func (c *Client) once(ctx context.Context, cl call, payload []byte) ([]byte, err
 	resp, err := c.http.Do(req)
 	if err != nil {
 		c.opts.Metrics.observe(cl.resource, cl.method, "error", time.Since(start))
+		c.answered(cl.resource, false)
 		return nil, &TransportError{Method: cl.method, Path: cl.path, Err: scrubURL(err)}
 	}
 	defer func() { _ = resp.Body.Close() }()
+	c.answered(cl.resource, resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	c.opts.Metrics.observe(cl.resource, cl.method, strconv.Itoa(resp.StatusCode), time.Since(start))
 	if err != nil {
@@ -191,7 +223,27 @@ func (c *Client) once(ctx context.Context, cl call, payload []byte) ([]byte, err
 			return body, nil
 		}
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, &RedirectError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, Location: location(resp)}
+	}
 	return nil, newAPIError(cl.method, cl.path, resp, body)
+}
+
+func (c *Client) answered(resource string, serving bool) {
+	if c.opts.OnAnswer != nil {
+		c.opts.OnAnswer(resource, serving)
+	}
+}
+
+// location is the redirect target without credentials or query (which could
+// carry something request-specific), resolved against the request's URL.
+func location(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return "(no Location header)"
+	}
+	loc.User, loc.RawQuery, loc.Fragment = nil, "", ""
+	return loc.String()
 }
 
 // scrubURL drops the query of a *url.Error so nothing request-specific leaks into logs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -579,5 +580,147 @@ func TestTokenRotationTakesEffect(t *testing.T) {
 	mu.Unlock()
 	if _, err := c.ReportHealth(context.Background(), polycrate.HealthReport{}); err != nil {
 		t.Fatalf("rotated token: %v", err)
+	}
+}
+
+// redirector answers every request with code and a Location on target (same path),
+// counting what reaches it and whether the token came along.
+func redirector(t *testing.T, code int, target func() string) (string, *sync.Map) {
+	t.Helper()
+	seen := &sync.Map{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Method+" "+r.URL.Path, r.Header.Get("Authorization") != "")
+		http.Redirect(w, r, target()+r.URL.Path, code)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, seen
+}
+
+// A write is never reported done unless the API confirmed it: a redirect to
+// another origin (the classic http:// in front of an https API) is an error that
+// names the target, and neither the write nor the token reaches it.
+func TestRedirectsAreNotFollowedToAnotherOrigin(t *testing.T) {
+	e := newEnv(t, emulator.Config{})
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			front, _ := redirector(t, code, func() string { return e.url })
+			c, err := polycrate.New(polycrate.Options{BaseURL: front, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes := e.srv.Counters()["endpoints"].Writes
+			reads := e.srv.Counters()["endpoints"].Reads
+			_, err = c.Endpoints().Create(context.Background(), polycrate.EndpointRequest{Name: "redirected", RemoteAddress: "r.example.com"})
+			var re *polycrate.RedirectError
+			if !errors.As(err, &re) {
+				t.Fatalf("create through a %d: err %v, want a RedirectError", code, err)
+			}
+			if !strings.Contains(err.Error(), "api_url redirects to "+e.url+"/api/v1/endpoints/") || !polycrate.IsPermanent(err) || polycrate.IsTransient(err) {
+				t.Fatalf("error %q: want the Location named, permanent", err)
+			}
+			if strings.Contains(err.Error(), emulator.DevAgentToken) {
+				t.Fatal("the token is in the error")
+			}
+			// A GET is not followed to another origin either (the token would go along).
+			if _, err := c.Endpoints().List(context.Background(), nil); !polycrate.IsRedirect(err) {
+				t.Fatalf("list through a %d: err %v, want a RedirectError", code, err)
+			}
+			if got := e.srv.Counters()["endpoints"]; got.Writes != writes || got.Reads != reads {
+				t.Fatalf("requests reached the redirect target: writes %d→%d, reads %d→%d", writes, got.Writes, reads, got.Reads)
+			}
+		})
+	}
+}
+
+// Within one origin a GET may be redirected, and a write only by 307/308, which
+// keep the method and body; a 301/302/303 of a write would become a GET.
+func TestSameOriginRedirects(t *testing.T) {
+	e := newEnv(t, emulator.Config{})
+	h := e.srv.Handler()
+	var mu sync.Mutex
+	methods := map[string]int{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old/", func(w http.ResponseWriter, r *http.Request) {
+		code := http.StatusMovedPermanently
+		if r.Header.Get("X-Test-Code") != "" {
+			fmt.Sscan(r.Header.Get("X-Test-Code"), &code)
+		}
+		http.Redirect(w, r, strings.TrimPrefix(r.URL.Path, "/old"), code)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		methods[r.Method]++
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+
+	for _, tc := range []struct {
+		code   int
+		follow bool
+	}{{http.StatusMovedPermanently, false}, {http.StatusFound, false}, {http.StatusSeeOther, false},
+		{http.StatusTemporaryRedirect, true}, {http.StatusPermanentRedirect, true}} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			hc := &http.Client{Transport: headerTransport{"X-Test-Code": fmt.Sprint(tc.code)}}
+			c, err := polycrate.New(polycrate.Options{BaseURL: ts.URL + "/old", Token: polycrate.StaticToken(emulator.DevAgentToken), HTTPClient: hc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			clear(methods)
+			mu.Unlock()
+			ep, err := c.Endpoints().Create(context.Background(), polycrate.EndpointRequest{Name: fmt.Sprintf("same-origin-%d", tc.code), RemoteAddress: "s.example.com"})
+			mu.Lock()
+			got := maps.Clone(methods)
+			mu.Unlock()
+			if tc.follow {
+				if err != nil || ep.ID == "" || got[http.MethodPost] != 1 || got[http.MethodGet] != 0 {
+					t.Fatalf("a %d of a POST within the origin: err %v, id %q, methods %v; want it followed as a POST", tc.code, err, ep.ID, got)
+				}
+				return
+			}
+			if !polycrate.IsRedirect(err) || got[http.MethodGet]+got[http.MethodPost] != 0 {
+				t.Fatalf("a %d of a POST: err %v, methods %v; want a RedirectError and nothing sent on", tc.code, err, got)
+			}
+			// A GET within the origin is followed whatever the code.
+			if _, err := c.Endpoints().List(context.Background(), nil); err != nil {
+				t.Fatalf("a %d of a GET within the origin: %v", tc.code, err)
+			}
+		})
+	}
+}
+
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A create whose answer has no id is not a create: without the id the object
+// could never be found again, and calling it done loses it.
+func TestCreateWithoutAnIDIsAnError(t *testing.T) {
+	for _, body := range []string{`{}`, `{"id": ""}`, `{"id": null}`, `{"count": 0, "results": []}`, ``} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, body)
+		}))
+		c, err := polycrate.New(polycrate.Options{BaseURL: ts.URL, Token: polycrate.StaticToken("t")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Endpoints().Create(context.Background(), polycrate.EndpointRequest{Name: "x", RemoteAddress: "x"})
+		ts.Close()
+		if err == nil || !strings.Contains(err.Error(), "not confirmed") && !strings.Contains(err.Error(), "unexpected answer") {
+			t.Fatalf("answer %q: err %v, want an error", body, err)
+		}
+		if !polycrate.IsPermanent(err) {
+			t.Fatalf("answer %q: %v should be permanent", body, err)
+		}
 	}
 }

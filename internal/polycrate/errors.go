@@ -124,6 +124,26 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// RedirectError is a 3xx answer the client did not follow (another origin, or a
+// write redirected with a code that would turn it into a GET). It is a
+// configuration error: api_url should name the final URL.
+type RedirectError struct {
+	Method, Path string
+	StatusCode   int
+	Location     string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("Polycrate API %s %s: %d %s: api_url redirects to %s; redirects are not followed (a write would be lost), set api_sync.api_url to the final URL",
+		e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode), e.Location)
+}
+
+// IsRedirect: the API answered with a redirect the client did not follow.
+func IsRedirect(err error) bool {
+	var e *RedirectError
+	return errors.As(err, &e)
+}
+
 // TokenError means the token could not be read (missing Secret or key).
 type TokenError struct{ Err error }
 
@@ -171,10 +191,10 @@ func IsTransient(err error) bool {
 }
 
 // IsPermanent: retrying unchanged will fail again — a 4xx other than 404, 409 and 429
-// (bad input, bad token, missing permission), or an undecodable answer.
+// (bad input, bad token, missing permission), an undecodable answer, or a redirect.
 func IsPermanent(err error) bool {
 	var de *DecodeError
-	if errors.As(err, &de) {
+	if errors.As(err, &de) || IsRedirect(err) {
 		return true
 	}
 	s := statusOf(err)

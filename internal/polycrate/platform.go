@@ -60,7 +60,7 @@ func (c *Client) LoadBalancers() Resource[LoadBalancer, LoadBalancerRow, LoadBal
 // CreateLoadBalancer creates a load balancer instance.
 func (c *Client) CreateLoadBalancer(ctx context.Context, r LoadBalancerCreateRequest) (*LoadBalancerCreateResponse, error) {
 	out := &LoadBalancerCreateResponse{}
-	return out, c.send(ctx, "loadbalancers/instances", http.MethodPost, "/api/v1/loadbalancers/instances/", r, out)
+	return out, c.create(ctx, "loadbalancers/instances", "/api/v1/loadbalancers/instances/", r, out)
 }
 
 // Pop is a point of presence.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"net/url"
 	"time"
 )
@@ -68,10 +70,38 @@ func (r Resource[D, L, R]) List(ctx context.Context, query url.Values) ([]L, err
 	return out, nil
 }
 
-// Create creates an object (201).
+// Create creates an object (201). An answer without an id is an error: a create
+// counts as done only when the API confirmed it with the new object's id.
 func (r Resource[D, L, R]) Create(ctx context.Context, req R) (*D, error) {
 	out := new(D)
-	return out, r.c.send(ctx, r.name, http.MethodPost, r.path, req, out)
+	return out, r.c.create(ctx, r.name, r.path, req, out)
+}
+
+// create POSTs a new object and decodes the answer, which must carry its id.
+func (c *Client) create(ctx context.Context, resource, path string, body, out any) error {
+	b, err := c.do(ctx, call{resource: resource, method: http.MethodPost, path: path, body: body,
+		accept: []int{http.StatusOK, http.StatusCreated}})
+	if err != nil {
+		return err
+	}
+	if err := requireID(b, http.MethodPost, path); err != nil {
+		return err
+	}
+	return decode(b, out, http.MethodPost, path)
+}
+
+// requireID fails unless a write's answer names the object's id.
+func requireID(b []byte, method, path string) error {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return &DecodeError{Method: method, Path: path, Err: err}
+	}
+	if id := strings.Trim(string(probe.ID), `"`); id == "" || id == "null" {
+		return &DecodeError{Method: method, Path: path, Err: errors.New("the answer carries no id, so the write is not confirmed")}
+	}
+	return nil
 }
 
 // Update replaces an object's writable fields (PUT).

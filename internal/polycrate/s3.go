@@ -2,7 +2,6 @@ package polycrate
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 )
 
@@ -72,7 +71,7 @@ func (c *Client) Buckets() Resource[Bucket, BucketRow, BucketUpdateRequest] {
 // same S3 cluster answers 409.
 func (c *Client) CreateBucket(ctx context.Context, r BucketCreateRequest) (*BucketCreateResponse, error) {
 	out := &BucketCreateResponse{}
-	return out, c.send(ctx, "s3/buckets", http.MethodPost, "/api/v1/s3/buckets/", r, out)
+	return out, c.create(ctx, "s3/buckets", "/api/v1/s3/buckets/", r, out)
 }
 
 // BucketCredentials returns a bucket's access keys with secrets (legacy envelope

@@ -41,8 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
@@ -710,7 +710,7 @@ func (h *harness) propagation(ctx context.Context, r *Results) error {
 		for j := 0; j < c.hosts; j++ {
 			ep := &v1.Endpoint{}
 			host := fmt.Sprintf("h%d.app-%05d.perf.example.com", j, i)
-			if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: annotations.EndpointName(host)}, ep); err != nil {
+			if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: names.Endpoint(host)}, ep); err != nil {
 				return err
 			}
 			ids = append(ids, ep.Status.APIID)

@@ -101,6 +101,14 @@ type Preparer[O client.Object] interface {
 	Prepare(ctx context.Context, c *polycrate.Client, obj O) error
 }
 
+// DeleteFinder is an optional Adapter part for kinds whose Find adopts more than
+// the operator itself could have created (K8sApp adopts an app the API made with
+// no namespace): on deletion of a CR that has no API id yet, only what this CR's
+// own create would have made is looked up, and retired or deleted.
+type DeleteFinder[O client.Object] interface {
+	FindOwn(ctx context.Context, c *polycrate.Client, obj O, payload any) (string, error)
+}
+
 // StatusTrigger is an optional Adapter part for kinds whose payload also comes from
 // status fields another controller writes: it names the status changes that need
 // a sync (the reconciler's own status writes must not).
@@ -131,11 +139,19 @@ type Reconciler[O client.Object] struct {
 
 	missing sync.Map // API ids the last list did not contain
 	wake    chan event.GenericEvent
+	recent  recentWrites
 }
 
+// IndexAPIID indexes every synced kind by the API id in its status: which CR
+// holds an API object (adoption and deletion must never take one another CR holds).
+const IndexAPIID = "polycrate.io/api-id"
+
 // localClusterRecheck is how often an object waiting for the local cluster looks
-// again on its own.
-const localClusterRecheck = 2 * time.Minute
+// again on its own; notConnectedRecheck how often one waiting for the connection does.
+const (
+	localClusterRecheck = 2 * time.Minute
+	notConnectedRecheck = 30 * time.Second
+)
 
 // Reconcile runs the skeleton for one object.
 func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -143,6 +159,7 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	r.recall(obj)
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, obj)
 	}
@@ -165,9 +182,82 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if uerr := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); uerr != nil && !apierrors.IsNotFound(uerr) {
 			return reconcile.Result{}, errors.Join(err, uerr)
 		}
+		r.remember(obj)
 	}
 	return res, err
 }
+
+// recall brings a status the cache has not caught up with to what this process
+// last wrote (an event can arrive before the cache holds the status patch just
+// made): without it a brand-new object looks unsynced, is "adopted" from the API
+// it was just created in, and costs a GET and a PUT.
+func (r *Reconciler[O]) recall(obj O) {
+	st := r.Adapter.GetState(obj)
+	w, ok := r.recent.get(obj.GetUID())
+	switch {
+	case !ok:
+	case st.APIID == w.id && st.ConfigHash == w.hash:
+		r.recent.forget(obj.GetUID()) // the cache caught up
+	default:
+		// Only this process writes these fields (the leader's sync), so what it
+		// remembers is newer than any cached status.
+		st.APIID, st.ConfigHash = w.id, w.hash
+		r.Adapter.SetState(obj, st)
+	}
+}
+
+// remember notes a status this process wrote, with an API id in it.
+func (r *Reconciler[O]) remember(obj O) {
+	if st := r.Adapter.GetState(obj); st.APIID != "" {
+		r.recent.put(obj.GetUID(), write{id: st.APIID, hash: st.ConfigHash})
+	}
+}
+
+// heldBy names another live CR of the kind whose status holds the API id ("" if
+// none): two CRs whose natural keys collide must never share an API object —
+// they would overwrite each other's payload, and deleting one would delete the
+// other's object.
+func (r *Reconciler[O]) heldBy(ctx context.Context, obj O, id string) (string, error) {
+	gvk, err := r.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return "", err
+	}
+	gvk.Kind += "List"
+	lo, err := r.Client.Scheme().New(gvk)
+	if err != nil {
+		return "", err
+	}
+	list, ok := lo.(client.ObjectList)
+	if !ok {
+		return "", fmt.Errorf("%s is not a list", gvk)
+	}
+	if err := r.Client.List(ctx, list, client.MatchingFields{IndexAPIID: id}); err != nil {
+		return "", err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return "", err
+	}
+	for _, it := range items {
+		o, ok := it.(client.Object)
+		if ok && o.GetUID() != obj.GetUID() && o.GetDeletionTimestamp().IsZero() {
+			return o.GetNamespace() + "/" + o.GetName(), nil
+		}
+	}
+	return "", nil
+}
+
+// adoptable refuses an object found by natural key that another CR holds.
+func (r *Reconciler[O]) adoptable(ctx context.Context, obj O, id string) error {
+	holder, err := r.heldBy(ctx, obj, id)
+	if err != nil || holder == "" {
+		return err
+	}
+	return fmt.Errorf("%w: its API object %s (found by the natural key) belongs to %s %s; two objects whose names collide are never synced into one — rename one of them",
+		errNameCollision, id, r.Adapter.Name(), holder)
+}
+
+var errNameCollision = errors.New("name collision")
 
 // sync does the work; it only changes the object's status in memory.
 func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, error) {
@@ -176,7 +266,7 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	c := r.Conn.Client()
 	notConnected := func() (reconcile.Result, error) {
 		r.waiting(obj, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		return reconcile.Result{RequeueAfter: notConnectedRecheck}, nil
 	}
 	switch {
 	case snap == nil && !r.Config.Loaded():
@@ -237,6 +327,9 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 			return r.apiError(obj, err)
 		}
 		if found != "" {
+			if err := r.adoptable(ctx, obj, found); err != nil {
+				return r.apiError(obj, err)
+			}
 			id = found
 			r.event(obj, corev1.EventTypeNormal, v1.ReasonAdopted, "adopted the existing API object "+found)
 		}
@@ -248,6 +341,12 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 			if err == nil && created == "" {
 				err = fmt.Errorf("the API answered 409 but the object cannot be found by its natural key")
 			}
+			if err == nil {
+				err = r.adoptable(ctx, obj, created)
+			}
+		}
+		if err == nil && created == "" {
+			err = fmt.Errorf("%w: the API confirmed the create without an id", ErrPermanent)
 		}
 		if err != nil {
 			return r.apiError(obj, err)
@@ -262,29 +361,106 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 	return reconcile.Result{}, nil
 }
 
+// finalize deletes the CR's API object, then removes the finalizer. A CR with no
+// API id in its status may still have one: a crash (or a lost answer) after the
+// API committed the create and before the status held the id. So the object is
+// looked up by the natural key the create path adopts by, and deleted when found;
+// an object another CR holds is never deleted.
 func (r *Reconciler[O]) finalize(ctx context.Context, obj O) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, r.Adapter.Finalizer()) {
 		return reconcile.Result{}, nil
 	}
-	if id := r.Adapter.GetState(obj).APIID; id != "" {
-		c := r.Conn.Client()
-		if c == nil {
-			r.waiting(obj, v1.ReasonDeleting, "waiting for the Polycrate API connection to delete API object "+id)
-			_ = r.Client.Status().Update(ctx, obj)
-			return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	id := r.Adapter.GetState(obj).APIID
+	c, snap := r.Conn.Client(), r.Config.Get()
+	if c == nil {
+		switch {
+		case id == "" && snap == nil && !r.Config.Loaded():
+			return reconcile.Result{RequeueAfter: notConnectedRecheck}, nil // just started: the configuration's arrival wakes it
+		case id == "" && (snap == nil || !opconfig.Enabled(snap.Spec.APISync.Enabled)):
+			// API sync is off (or unconfigured): the operator may not ask the API,
+			// and no object of this CR is known there.
+			return r.release(ctx, obj)
 		}
-		if err := polycrate.IgnoreNotFound(r.Adapter.Delete(ctx, c, id)); err != nil {
-			if polycrate.IsTransient(err) {
-				return reconcile.Result{}, err
-			}
-			r.failed(obj, v1.ReasonAPIError, "cannot delete API object "+id+": "+err.Error(), true)
-			_ = r.Client.Status().Update(ctx, obj)
-			return reconcile.Result{RequeueAfter: time.Minute}, nil
+		what := "delete API object " + id
+		if id == "" {
+			what = "look up (by its natural key) whether an earlier run created an API object for it, and delete that"
 		}
+		before := obj.DeepCopyObject().(O)
+		r.waiting(obj, v1.ReasonDeleting, "waiting for the Polycrate API connection to "+what)
+		r.patchStatus(ctx, obj, before)
+		return reconcile.Result{RequeueAfter: notConnectedRecheck}, nil
 	}
+	if id == "" {
+		found, err := r.findOwn(ctx, c, obj, snap)
+		if err != nil {
+			return r.finalizeError(ctx, obj, "look up the API object of", err)
+		}
+		if found == "" {
+			return r.release(ctx, obj)
+		}
+		id = found
+		r.Log.Info("deleting an API object found by its natural key (its id never reached the status)",
+			"kind", r.Adapter.Name(), "namespace", obj.GetNamespace(), "name", obj.GetName(), "apiID", id)
+	}
+	holder, err := r.heldBy(ctx, obj, id)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if holder != "" {
+		r.event(obj, corev1.EventTypeNormal, v1.ReasonDeleting, fmt.Sprintf("API object %s is kept: %s %s holds it", id, r.Adapter.Name(), holder))
+		return r.release(ctx, obj)
+	}
+	if err := polycrate.IgnoreNotFound(r.Adapter.Delete(ctx, c, id)); err != nil {
+		return r.finalizeError(ctx, obj, "delete API object "+id+" of", err)
+	}
+	return r.release(ctx, obj)
+}
+
+// findOwn looks up by natural key what this CR's create would have made.
+func (r *Reconciler[O]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *opconfig.Snapshot) (string, error) {
+	if snap == nil {
+		return "", nil
+	}
+	payload, err := r.Adapter.Payload(obj, snap)
+	if err != nil {
+		// No payload (no local cluster, invalid spec): no create could have been sent.
+		return "", nil
+	}
+	if f, ok := r.Adapter.(DeleteFinder[O]); ok {
+		return f.FindOwn(ctx, c, obj, payload)
+	}
+	return r.Adapter.Find(ctx, c, obj, payload)
+}
+
+// finalizeError: transient → backoff; anything else → condition, event, and a
+// look again in a minute.
+func (r *Reconciler[O]) finalizeError(ctx context.Context, obj O, what string, err error) (reconcile.Result, error) {
+	if polycrate.IsTransient(err) {
+		return reconcile.Result{}, err
+	}
+	before := obj.DeepCopyObject().(O)
+	r.failed(obj, v1.ReasonAPIError, "cannot "+what+" this object: "+err.Error(), true)
+	r.patchStatus(ctx, obj, before)
+	return reconcile.Result{RequeueAfter: time.Minute}, nil
+}
+
+// release removes the finalizer.
+func (r *Reconciler[O]) release(ctx context.Context, obj O) (reconcile.Result, error) {
+	r.recent.forget(obj.GetUID())
 	patch := client.MergeFrom(obj.DeepCopyObject().(O))
 	controllerutil.RemoveFinalizer(obj, r.Adapter.Finalizer())
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
+}
+
+// patchStatus writes a status change a deletion step must show (the object goes
+// away on success, so there is no later patch to carry it).
+func (r *Reconciler[O]) patchStatus(ctx context.Context, obj, before O) {
+	if equality.Semantic.DeepEqual(before, obj) {
+		return
+	}
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		r.Log.V(1).Info("cannot show the deletion state", "kind", r.Adapter.Name(), "namespace", obj.GetNamespace(), "name", obj.GetName(), "error", err.Error())
+	}
 }
 
 // apiError records an API failure by its nature.
@@ -299,6 +475,12 @@ func (r *Reconciler[O]) apiError(obj O, err error) (reconcile.Result, error) {
 	case polycrate.IsUnauthorized(err), polycrate.IsForbidden(err):
 		r.failed(obj, v1.ReasonUnauthorized, err.Error(), true)
 		return reconcile.Result{RequeueAfter: 5 * time.Minute}, nil
+	case errors.Is(err, errNameCollision):
+		r.failed(obj, v1.ReasonNameCollision, err.Error(), true)
+		return reconcile.Result{}, nil // until one of them changes
+	case polycrate.IsRedirect(err):
+		r.failed(obj, v1.ReasonAPIRedirect, err.Error(), true)
+		return reconcile.Result{}, nil // the URL's fix is a configuration change, which wakes every object
 	default:
 		r.failed(obj, v1.ReasonAPIError, err.Error(), true)
 		return reconcile.Result{}, nil // bad input: wait for a change
@@ -340,11 +522,9 @@ func (r *Reconciler[O]) failed(obj O, reason, msg string, warn bool) {
 
 // condition sets Ready; true when its status or reason changed.
 func (r *Reconciler[O]) condition(obj O, status metav1.ConditionStatus, reason, msg string) bool {
-	conds := r.Adapter.Conditions(obj)
-	prev := meta.FindStatusCondition(*conds, v1.ConditionReady)
-	meta.SetStatusCondition(conds, metav1.Condition{Type: v1.ConditionReady, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: obj.GetGeneration()})
-	return prev == nil || prev.Status != status || prev.Reason != reason
+	_, transitioned := controller.SetCondition(r.Adapter.Conditions(obj), metav1.Condition{Type: v1.ConditionReady,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()})
+	return transitioned
 }
 
 func (r *Reconciler[O]) event(obj O, typ, reason, msg string) {
@@ -368,6 +548,18 @@ func (r *Reconciler[O]) SetupWithManager(mgr manager.Manager, maxConcurrent int)
 		r.Verify = 5 * time.Minute
 	}
 	r.wake = make(chan event.GenericEvent, 1024)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), r.Adapter.New(), IndexAPIID, func(o client.Object) []string {
+		typed, ok := o.(O)
+		if !ok {
+			return nil
+		}
+		if id := r.Adapter.GetState(typed).APIID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	configChanged := r.Config.Subscribe()
 	all := func(ctx context.Context) {
 		objs, err := r.Adapter.List(ctx, mgr.GetClient())

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -77,7 +77,7 @@ func (a EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any,
 		kind = "http"
 	}
 	req := polycrate.EndpointRequest{
-		Name: annotations.APIName(ep.Namespace, host), RemoteAddress: host, RemotePort: &port, Kind: kind,
+		Name: names.EndpointAPI(ep.Namespace, host), RemoteAddress: host, RemotePort: &port, Kind: kind,
 		Spec: &polycrate.EndpointSpec{HTTP: http}, CreatedByComponent: "operator",
 		Common: polycrate.Common{DisplayName: &display,
 			Labels:      map[string]string{"polycrate_source_namespace": ep.Namespace, "polycrate_source_name": ep.Name},

@@ -12,13 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
 func endpoint(ns, host string) *v1.Endpoint {
-	return &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: annotations.EndpointName(host),
+	return &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Endpoint(host),
 		Labels: map[string]string{v1.LabelDiscovered: "true"}},
 		Spec: v1.EndpointSpec{DisplayName: host, RemoteAddress: host, RemotePort: 443, Kind: "http", TLS: ptr.To(true),
 			Path: "/api/health", Timeout: 5, Interval: 60, ExpectedStatusCodes: []int32{200}}}
@@ -51,7 +51,7 @@ var _ = Describe("Endpoint sync", func() {
 
 		a, err := apiClient().Endpoints().Get(ctx, got.Status.APIID)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(a.Name).To(Equal(annotations.APIName(ns, "app.example.com")))
+		Expect(a.Name).To(Equal(names.EndpointAPI(ns, "app.example.com")))
 		Expect(*a.DisplayName).To(Equal("app.example.com"))
 		Expect(a.RemoteAddress).To(Equal("app.example.com"))
 		Expect(*a.RemotePort).To(Equal(443))
@@ -98,7 +98,7 @@ var _ = Describe("Endpoint sync", func() {
 
 	It("adopts an API endpoint that already exists (a crash between create and status write) instead of duplicating it", func() {
 		ns := freshNamespace()
-		pre, err := apiClient().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: annotations.APIName(ns, "crash.example.com"),
+		pre, err := apiClient().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: names.EndpointAPI(ns, "crash.example.com"),
 			RemoteAddress: "crash.example.com"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Create(ctx, endpoint(ns, "crash.example.com"))).To(Succeed())

@@ -2,9 +2,6 @@ package apisync
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"regexp"
 	"strings"
 	"time"
 
@@ -12,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -114,24 +112,6 @@ func (a inventory[O, D, L, R]) SetState(o O, st State) {
 
 func (a inventory[O, D, L, R]) Conditions(o O) *[]metav1.Condition { return &a.status(o).Conditions }
 
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
-
-// SlugName is an API name for the slug-only resources (hosts, backups, schedules,
-// certificates): the readable parts as a slug plus a short hash of the whole
-// identity, so that distinct objects never share a name.
-func SlugName(identity string, parts ...string) string {
-	slug := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(strings.Join(parts, "-")), "-"), "-")
-	sum := sha256.Sum256([]byte(identity))
-	h := hex.EncodeToString(sum[:])[:8]
-	if slug == "" {
-		return h
-	}
-	if len(slug) > 200 {
-		slug = strings.Trim(slug[:200], "-")
-	}
-	return slug + "-" + h
-}
-
 func strPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -200,7 +180,7 @@ func HostAdapter() Adapter[*v1.Host] {
 		payload: func(h *v1.Host, cluster string) (polycrate.HostRequest, error) {
 			s := h.Spec
 			display := s.Hostname
-			req := polycrate.HostRequest{Name: SlugName(cluster+"/"+s.Name, s.Name), Hostname: s.Hostname,
+			req := polycrate.HostRequest{Name: names.Slug(cluster+"/"+s.Name, s.Name), Hostname: s.Hostname,
 				DefaultIPv4: strPtr(s.DefaultIPv4), ResourceCPUCores: int64Ptr(s.ResourceCPUCores), ResourceMemory: int64Ptr(s.ResourceMemory),
 				ResourceCPUArchitecture: strPtr(s.ResourceCPUArchitecture), K8sCluster: &cluster, CreatedByComponent: "operator",
 				Common: polycrate.Common{DisplayName: &display, ProviderReference: strPtr(s.ProviderID), Labels: sourceLabels(h)}}
@@ -285,7 +265,7 @@ func BackupAdapter() Adapter[*v1.Backup] {
 				md["included_namespaces"] = s.IncludedNamespaces
 			}
 			display := s.Name
-			req := polycrate.BackupRequest{Name: SlugName(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
+			req := polycrate.BackupRequest{Name: names.Slug(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
 				K8sCluster: cluster, Provider: s.Provider, Kind: s.Kind, SourceNamespace: strPtr(s.SourceNamespace), Status: s.Status,
 				StartedAt: timeOf(s.StartedAt), CompletedAt: timeOf(s.CompletedAt), Expiration: timeOf(s.Expiration),
 				ItemsBackedUp: int64Ptr(s.ItemsBackedUp), SizeBytes: int64Ptr(s.SizeBytes), RetentionPolicy: strPtr(s.RetentionPolicy),
@@ -324,7 +304,7 @@ func BackupScheduleAdapter() Adapter[*v1.BackupSchedule] {
 				md["last_backup_name"] = s.LastBackupName
 			}
 			display := s.Name
-			req := polycrate.BackupScheduleRequest{Name: SlugName(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
+			req := polycrate.BackupScheduleRequest{Name: names.Slug(cluster+"/"+s.Provider+"/"+s.SourceNamespace+"/"+s.Name, s.Name),
 				K8sCluster: cluster, Provider: s.Provider, Kind: s.Kind, SourceNamespace: strPtr(s.SourceNamespace), Status: s.Status,
 				ScheduleCron: strPtr(s.ScheduleCron), Paused: s.Paused, RetentionPolicy: strPtr(s.RetentionPolicy),
 				LastBackupAt: timeOf(s.LastBackupAt), Metadata: md, Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(b)}}
@@ -366,7 +346,7 @@ func CertificateAdapter() Adapter[*v1.Certificate] {
 			if display == "" {
 				display = s.Name
 			}
-			req := polycrate.CertificateRequest{Name: SlugName(cluster+"/"+s.Namespace+"/"+s.Name, s.Name), SecretName: s.SecretName,
+			req := polycrate.CertificateRequest{Name: names.Slug(cluster+"/"+s.Namespace+"/"+s.Name, s.Name), SecretName: s.SecretName,
 				Namespace: s.Namespace, K8sCluster: cluster, Kind: "tls", DNSNames: s.DNSNames, IPAddresses: s.IPAddresses,
 				IssuerName: strPtr(s.IssuerName), IssuerKind: strPtr(s.IssuerKind), IssuerGroup: s.IssuerGroup,
 				NotBefore: timeOf(s.NotBefore), NotAfter: timeOf(s.NotAfter), RenewalTime: timeOf(s.RenewalTime),

@@ -2,8 +2,6 @@ package apisync
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -56,18 +55,6 @@ func (K8sAppAdapter) List(ctx context.Context, c client.Client) ([]*v1.K8sApp, e
 // Finalizer retires the API app.
 func (K8sAppAdapter) Finalizer() string { return v1.FinalizerK8sAppCleanup }
 
-// K8sAppAPIName is the app's name in the API: the CR's name as a slug (dots become
-// hyphens, plus a short hash then, so distinct names stay distinct). A plain name
-// stays as it is, so an app the API already knows by its block's name is adopted.
-func K8sAppAPIName(name string) string {
-	slug := strings.ReplaceAll(strings.ToLower(name), ".", "-")
-	if slug == name {
-		return slug
-	}
-	sum := sha256.Sum256([]byte(name))
-	return slug + "-" + hex.EncodeToString(sum[:])[:6]
-}
-
 // Payload maps the CR to K8sAppRequest.
 func (a K8sAppAdapter) Payload(app *v1.K8sApp, snap *opconfig.Snapshot) (any, error) {
 	cluster, err := snap.LocalCluster()
@@ -85,7 +72,7 @@ func (a K8sAppAdapter) Payload(app *v1.K8sApp, snap *opconfig.Snapshot) (any, er
 	}
 	ns, active := app.Namespace, true
 	req := polycrate.K8sAppRequest{
-		Name: K8sAppAPIName(app.Name), Kind: kind, K8sCluster: &cluster, Namespace: &ns, Active: &active,
+		Name: names.K8sAppAPI(app.Name), Kind: kind, K8sCluster: &cluster, Namespace: &ns, Active: &active,
 		BYOA:      s.BYOA && (s.DiscoverySource == "ingress" || s.DiscoverySource == "httproute"),
 		Installed: st.Installed, InstallationRunning: st.InstallationRunning, InstallationFailed: st.InstallationFailed,
 		Uninstalled: st.Uninstalled,

@@ -15,6 +15,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -105,7 +106,7 @@ var _ = Describe("Ingress discovery", func() {
 			g.Expect(strings.Split(got.Annotations[discovery.AnnotationAPIIDs], ",")).To(HaveLen(4))
 			g.Expect(got.Annotations[discovery.AnnotationSyncedAt]).NotTo(BeEmpty())
 		}, timeout, poll).Should(Succeed())
-		row, err := oe.Client().FindEndpoint(ctx, annotations.APIName(ns, "data.example.com"))
+		row, err := oe.Client().FindEndpoint(ctx, names.EndpointAPI(ns, "data.example.com"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(row).NotTo(BeNil())
 		detail, err := oe.Client().Endpoints().Get(ctx, row.ID)

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
@@ -107,7 +108,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	wanted := map[string]bool{}
 	for _, h := range hosts {
-		name := annotations.EndpointName(h.Name)
+		name := names.Endpoint(h.Name)
 		owner, claimed, err := r.claimedElsewhere(ctx, obj, name)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -270,7 +271,7 @@ func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel
 	}
 	return &v1.Endpoint{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: annotations.EndpointName(check.Host), Namespace: src.GetNamespace(),
+			Name: names.Endpoint(check.Host), Namespace: src.GetNamespace(),
 			Labels:     map[string]string{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
 			Finalizers: []string{v1.FinalizerEndpointCleanup},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,

@@ -14,6 +14,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
@@ -115,7 +116,7 @@ func (VeleroBackupMirror) Enabled(s *opconfig.Snapshot) bool {
 
 // TargetKey: velero-<name> in the Velero namespace.
 func (VeleroBackupMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: DNSName("velero", src.Name)}
+	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("velero", src.Name)}
 }
 
 // Declare maps the seed's Velero backup table.
@@ -171,7 +172,7 @@ func (VeleroScheduleMirror) Enabled(s *opconfig.Snapshot) bool {
 
 // TargetKey: velero-<name> in the Velero namespace.
 func (VeleroScheduleMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: DNSName("velero", src.Name)}
+	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("velero", src.Name)}
 }
 
 // Declare maps the seed's Velero schedule table.
@@ -269,7 +270,7 @@ func cnpgEnabled(s *opconfig.Snapshot) bool {
 }
 
 func cnpgKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: DNSName("cnpg", src.Name)}
+	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("cnpg", src.Name)}
 }
 
 // Declare maps a CNPG Backup in a namespace backup discovery watches.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
@@ -79,7 +80,7 @@ func (CertificateMirror) Enabled(s *opconfig.Snapshot) bool {
 
 // TargetKey is the seed's name: certmanager-<namespace>-<name>.
 func (CertificateMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: DNSName("certmanager", src.Namespace, src.Name)}
+	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("certmanager", src.Namespace, src.Name)}
 }
 
 // Declare applies the namespace and issuer filters and maps the seed's table; it

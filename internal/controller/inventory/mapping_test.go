@@ -346,22 +346,6 @@ func TestIssuerSelected(t *testing.T) {
 	}
 }
 
-func TestDNSName(t *testing.T) {
-	for _, c := range []struct{ parts []string }{{[]string{"velero", "daily-1"}}, {[]string{"certmanager", "ns", "Name_With_Caps"}},
-		{[]string{"cnpg", strings.Repeat("x", 300)}}} {
-		n := DNSName(c.parts...)
-		if len(n) > 253 || strings.ToLower(n) != n || strings.ContainsAny(n, "_ ") {
-			t.Errorf("%v → %q", c.parts, n)
-		}
-	}
-	if DNSName("velero", "daily-1") != "velero-daily-1" {
-		t.Error("a plain name changed")
-	}
-	if DNSName("a", "B") == DNSName("a", "b") {
-		t.Error("case-different names collide")
-	}
-}
-
 func keyOf(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -12,9 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
@@ -307,24 +305,4 @@ func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent
 			}
 		}
 	}))
-}
-
-// Name helpers shared by the mirrors.
-
-var nonDNS = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// DNSName makes a DNS-1123 subdomain of parts: lower case, other characters as
-// hyphens, and a short hash when that changed anything or it is too long.
-func DNSName(parts ...string) string {
-	raw := strings.Join(parts, "-")
-	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(raw), "-"), "-.")
-	if name == raw && len(name) <= 253 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(raw))
-	h := hex.EncodeToString(sum[:])[:6]
-	if len(name) > 253-7 {
-		name = strings.TrimRight(name[:253-7], "-.")
-	}
-	return fmt.Sprintf("%s-%s", name, h)
 }

@@ -111,27 +111,24 @@ func (r *Reconciler) check(ctx context.Context, kc *v1.K8sCluster) ctrl.Result {
 		r.fail(kc, reason, msg)
 		return ctrl.Result{RequeueAfter: RecheckError}
 	}
-	prev := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionReady)
 	kc.Status.Phase = PhaseReady
 	kc.Status.ServerVersion = v.GitVersion
 	kc.Status.Message = ""
 	kc.Status.ObservedGeneration = kc.Generation
-	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: "Connected", Message: "server version " + v.GitVersion, ObservedGeneration: kc.Generation})
-	if prev != nil && prev.Status == metav1.ConditionFalse {
-		r.event(kc, corev1.EventTypeNormal, "Connected", "connected again: server version "+v.GitVersion)
+	prev, transitioned := controller.SetCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: v1.ReasonConnected, Message: "server version " + v.GitVersion, ObservedGeneration: kc.Generation})
+	if transitioned && prev != nil && prev.Status == metav1.ConditionFalse {
+		r.event(kc, corev1.EventTypeNormal, v1.ReasonConnected, "connected again: server version "+v.GitVersion)
 	}
 	return ctrl.Result{RequeueAfter: RecheckReady}
 }
 
 func (r *Reconciler) fail(kc *v1.K8sCluster, reason, msg string) {
-	prev := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionReady)
 	kc.Status.Phase = PhaseError
 	kc.Status.Message = msg
 	kc.Status.ObservedGeneration = kc.Generation
-	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: reason, Message: msg, ObservedGeneration: kc.Generation})
-	if prev == nil || prev.Reason != reason {
+	if _, transitioned := controller.SetCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: reason, Message: msg, ObservedGeneration: kc.Generation}); transitioned {
 		r.event(kc, corev1.EventTypeWarning, reason, msg)
 	}
 }

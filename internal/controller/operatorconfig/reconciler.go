@@ -7,6 +7,7 @@ package operatorconfig
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,7 +109,12 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	spec := oc.Spec
 
 	// 1. Publish the configuration (live: controllers read the newest snapshot).
+	// observedGeneration says exactly this: the generation every controller now
+	// reads. A reconcile elsewhere acts on the snapshot current when it starts, so
+	// whoever changes the configuration and waits for observedGeneration knows
+	// that every reconcile from then on sees the change.
 	r.publish(oc, nil)
+	oc.Status.ObservedGeneration = oc.Generation
 
 	// 2. API sync off: nothing to connect.
 	if !opconfig.Enabled(spec.APISync.Enabled) {
@@ -128,9 +134,15 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		oc.Status.ObservedGeneration = oc.Generation
 		return ctrl.Result{}, nil // the Secret watch brings us back
 	}
-	changed, err := r.Conn.Configure(spec.APISync.APIURL, token)
+	changed, err := r.Conn.Configure(spec.APISync.APIURL, spec.APISync.CACertificate, token)
 	if err != nil {
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, v1.ReasonInvalidSpec, err.Error())
+		reason := v1.ReasonInvalidSpec
+		if errors.Is(err, agent.ErrInvalidCA) {
+			reason = v1.ReasonInvalidCACertificate
+		}
+		r.Conn.Disconnect()
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, err.Error())
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
 		return ctrl.Result{}, nil
 	}
 	if changed {
@@ -141,8 +153,13 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	last := r.Health.Last()
 	switch {
 	case last == nil || last.At.IsZero():
-		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+		// After a restart the conditions of the previous run stand until the first
+		// report says otherwise (seconds): setting them Unknown and back would be two
+		// status writes and reset transition times on every restart.
+		if c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionAPIConnected); c == nil || c.ObservedGeneration != oc.Generation {
+			r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+			r.setCondition(oc, v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+		}
 		return ctrl.Result{}, nil
 	case last.Err != nil:
 		reason, msg := classify(last.Err)
@@ -228,7 +245,17 @@ func (r *Reconciler) token(ctx context.Context, ref v1.CredentialsReference) (to
 
 // classify turns an API error into a condition reason and message.
 func classify(err error) (reason, msg string) {
+	var transport *polycrate.TransportError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
 	switch {
+	case polycrate.IsRedirect(err):
+		return v1.ReasonAPIRedirect, err.Error()
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid):
+		return v1.ReasonInvalidCACertificate, "the Polycrate API's TLS certificate is not trusted (a private CA or a TLS-inspecting proxy goes into api_sync.ca_certificate): " + err.Error()
+	case errors.As(err, &transport):
+		return v1.ReasonUnreachable, "the Polycrate API cannot be reached (DNS, connection, proxy or timeout): " + err.Error()
 	case polycrate.IsUnauthorized(err):
 		return v1.ReasonUnauthorized, "the Polycrate API rejected the agent token (401): " + err.Error()
 	case polycrate.IsForbidden(err):
@@ -464,10 +491,9 @@ func ignoreList(values ...any) []string {
 // setCondition sets a condition and emits an event when it changes: Warning for a
 // failure, Normal for a recovery.
 func (r *Reconciler) setCondition(oc *v1.OperatorConfig, typ string, status metav1.ConditionStatus, reason, msg string) {
-	prev := meta.FindStatusCondition(oc.Status.Conditions, typ)
-	changed := meta.SetStatusCondition(&oc.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+	prev, transitioned := controller.SetCondition(&oc.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
 		Message: msg, ObservedGeneration: oc.Generation})
-	if !changed || (prev != nil && prev.Status == status && prev.Reason == reason) {
+	if !transitioned {
 		return
 	}
 	switch {

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -481,10 +480,9 @@ func (r *Reconciler) setPhase(b *v1.S3Bucket, phase, reason, msg string) bool {
 }
 
 func (r *Reconciler) condition(b *v1.S3Bucket, status metav1.ConditionStatus, reason, msg string) bool {
-	prev := meta.FindStatusCondition(b.Status.Conditions, v1.ConditionReady)
-	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: status, Reason: reason,
-		Message: msg, ObservedGeneration: b.Generation})
-	return prev == nil || prev.Status != status || prev.Reason != reason
+	_, transitioned := controller.SetCondition(&b.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: status,
+		Reason: reason, Message: msg, ObservedGeneration: b.Generation})
+	return transitioned
 }
 
 // SetupWithManager watches S3Buckets (spec changes and deletion; a bucket's

@@ -34,18 +34,32 @@ func Namespace(c client.Client, prefix string) string {
 	return name
 }
 
-// UpdateOperatorConfig edits the singleton's spec, retrying on conflicts.
+// UpdateOperatorConfig edits the singleton's spec, retrying on conflicts, and
+// waits until the operator has published the new generation (status
+// observedGeneration): from then on every reconcile acts on the change, so a test
+// that creates objects next cannot race the configuration (docs/configuration.md).
 func UpdateOperatorConfig(c client.Client, change func(*v1.OperatorConfig)) {
 	GinkgoHelper()
 	ctx := context.Background()
+	key := client.ObjectKey{Namespace: testutil.OperatorNamespace, Name: v1.DefaultOperatorConfigName}
+	var generation int64
 	Eventually(func() error {
 		oc := &v1.OperatorConfig{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: testutil.OperatorNamespace, Name: v1.DefaultOperatorConfigName}, oc); err != nil {
+		if err := c.Get(ctx, key, oc); err != nil {
 			return err
 		}
 		change(oc)
-		return c.Update(ctx, oc)
+		if err := c.Update(ctx, oc); err != nil {
+			return err
+		}
+		generation = oc.Generation
+		return nil
 	}, Timeout, Poll).Should(Succeed())
+	Eventually(func() (int64, error) {
+		oc := &v1.OperatorConfig{}
+		err := c.Get(ctx, key, oc)
+		return oc.Status.ObservedGeneration, err
+	}, Timeout, Poll).Should(BeNumerically(">=", generation), "the operator did not publish OperatorConfig generation %d", generation)
 }
 
 // Quiet waits until count (e.g. the emulator's write counter) stays the same
