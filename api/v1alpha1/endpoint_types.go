@@ -32,6 +32,7 @@ type EndpointSpec struct {
 	// Path is the HTTP path of the health check.
 	// +kubebuilder:default="/"
 	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	Path string `json:"path,omitempty"`
 	// Timeout of one check in seconds.
@@ -52,6 +53,7 @@ type EndpointSpec struct {
 	// +optional
 	ExpectedStatusCodes []int32 `json:"expectedStatusCodes,omitempty"`
 	// ExpectedBody, when set, must be contained in the response body.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	ExpectedBody string `json:"expectedBody,omitempty"`
 	// K8sAppName links the endpoint to a K8sApp in the same namespace.

@@ -17,10 +17,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.region) == has(oldSelf.region) && (!has(self.region) || self.region == oldSelf.region)",message="spec.region is immutable"
 type S3BucketSpec struct {
 	// Name of the bucket: 3–63 characters of lowercase letters, digits, dots and
-	// hyphens, starting and ending with a letter or digit, not an IP address.
+	// hyphens, starting and ending with a letter or digit, not an IP address; each
+	// dot-separated part starts and ends with a letter or digit (no "..", ".-",
+	// "-."), so that the credentials Secret s3-<name>-credentials is a valid name.
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')",message="spec.name must not be formatted as an IP address"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.name is immutable"
 	Name string `json:"name"`

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The canonical annotations (seed 002 "Alle verfügbaren Annotationen", ab 0.38.0).
@@ -51,6 +53,15 @@ const (
 	DefaultTLS      = true
 )
 
+// Bounds of what a check carries: a path no HTTP client or server would refuse,
+// and an expected body that is a substring to look for, not a page to compare.
+// Longer values are refused as a Problem (the default is used), so what reaches
+// the CR and the API stays bounded whatever the annotation holds.
+const (
+	MaxPathBytes         = 2048
+	MaxExpectedBodyBytes = 1024
+)
+
 // DefaultExpectedStatus is the annotation table's default expected status.
 var DefaultExpectedStatus = []int{200}
 
@@ -67,11 +78,35 @@ type Problem struct {
 	Reason     string
 }
 
+// Summary joins problems into one message of at most limit bytes; the ones that
+// do not fit are counted at the end.
+func Summary(problems []Problem, limit int) string {
+	var b strings.Builder
+	for i, p := range problems {
+		msg := p.String()
+		if i > 0 {
+			msg = "; " + msg
+		}
+		more := fmt.Sprintf(" (+%d more)", len(problems)-i)
+		if b.Len()+len(msg) > limit-len(more) && i > 0 {
+			b.WriteString(more)
+			break
+		}
+		b.WriteString(msg)
+	}
+	out := b.String()
+	if len(out) > limit {
+		out = strings.ToValidUTF8(out[:limit-3], "") + "…"
+	}
+	return out
+}
+
 func (p Problem) String() string {
 	v := p.Value
 	if len(v) > 80 {
-		v = v[:80] + "…"
+		v = strings.ToValidUTF8(v[:80], "") + "…"
 	}
+	v = strings.ToValidUTF8(v, "\uFFFD")
 	return fmt.Sprintf("annotation %s=%q: %s; the default is used", p.Annotation, v, p.Reason)
 }
 
@@ -184,7 +219,13 @@ func Parse(ann map[string]string) (Settings, []Problem) {
 			s.Port = &n
 		}
 	}
-	s.ExpectedBody = ann[ExpectedBody]
+	if v, ok := ann[ExpectedBody]; ok {
+		if err := checkText(v, MaxExpectedBodyBytes); err != nil {
+			probs = append(probs, Problem{ExpectedBody, v, err.Error() + "; no body is expected"})
+		} else {
+			s.ExpectedBody = v
+		}
+	}
 	s.K8sAppName = strings.TrimSpace(ann[K8sAppName])
 	if v, ok := ann[BYOA]; ok {
 		b, err := parseBool(v)
@@ -211,7 +252,33 @@ func parsePath(v string) (string, error) {
 	case strings.ContainsAny(p, " \t\r\n"):
 		return "", fmt.Errorf("a path contains no whitespace")
 	}
+	if err := checkText(p, MaxPathBytes); err != nil {
+		return "", err
+	}
 	return p, nil
+}
+
+// checkText refuses what no check should carry: more than max bytes, invalid
+// UTF-8, control characters other than tab and line breaks.
+func checkText(v string, max int) error {
+	switch {
+	case len(v) > max:
+		return fmt.Errorf("%d bytes, more than the %d allowed", len(v), max)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("not valid UTF-8")
+	case strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' }):
+		return fmt.Errorf("contains control characters")
+	}
+	return nil
+}
+
+// CheckSourcePath is parsePath for a path the source itself names (an HTTPRoute's
+// PathPrefix): "" when it cannot be used.
+func CheckSourcePath(p string) string {
+	if q, err := parsePath(p); err == nil {
+		return q
+	}
+	return ""
 }
 
 func parseSeconds(v string, maxSeconds int) (int, error) {

@@ -1,10 +1,12 @@
 package annotations
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 type want struct {
@@ -244,4 +246,65 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = Selected(ModeAuto, ann)
 	})
+}
+
+// What a source carries into the CR and the API stays bounded: an oversized,
+// non-UTF-8 or control-character path or expected body is a Problem (one Warning
+// event), and the default is used.
+func TestPathAndBodyAreBounded(t *testing.T) {
+	long := "/" + strings.Repeat("x", MaxPathBytes)
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		path string
+		body string
+		prob string
+	}{
+		{"a path at the limit", map[string]string{Path: long[:MaxPathBytes]}, long[:MaxPathBytes], "", ""},
+		{"a path over the limit", map[string]string{Path: long}, "/", "", Path},
+		{"a non-UTF-8 path", map[string]string{Path: "/caf\xe9"}, "/", "", Path},
+		{"a path with a control character", map[string]string{Path: "/a\x00b"}, "/", "", Path},
+		{"a per-host path over the limit", map[string]string{HostConfig: `{"h.example.com": {"path": "` + long + `"}}`}, "/", "", HostConfig},
+		{"a body at the limit", map[string]string{ExpectedBody: strings.Repeat("b", MaxExpectedBodyBytes)}, "/", strings.Repeat("b", MaxExpectedBodyBytes), ""},
+		{"a 120 KB body", map[string]string{ExpectedBody: strings.Repeat("b", 120<<10)}, "/", "", ExpectedBody},
+		{"a non-UTF-8 body", map[string]string{ExpectedBody: "\xff\xfe"}, "/", "", ExpectedBody},
+		{"a multi-line body", map[string]string{ExpectedBody: "\"status\":\n\"ok\""}, "/", "\"status\":\n\"ok\"", ""},
+		{"a body with a NUL", map[string]string{ExpectedBody: "a\x00b"}, "/", "", ExpectedBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, probs := Parse(tc.ann)
+			c := s.For("h.example.com", Source{})
+			if c.Path != tc.path || c.ExpectedBody != tc.body {
+				t.Fatalf("path %.40q body %.40q, want %.40q %.40q", c.Path, c.ExpectedBody, tc.path, tc.body)
+			}
+			switch {
+			case tc.prob == "" && len(probs) > 0:
+				t.Fatalf("problems %v", probs)
+			case tc.prob != "" && (len(probs) != 1 || probs[0].Annotation != tc.prob):
+				t.Fatalf("problems %v, want one for %s", probs, tc.prob)
+			}
+			for _, p := range probs {
+				if msg := p.String(); len(msg) > 400 || !utf8.ValidString(msg) {
+					t.Fatalf("problem message of %d bytes, valid UTF-8 %v", len(msg), utf8.ValidString(msg))
+				}
+			}
+		})
+	}
+	if CheckSourcePath(long) != "" || CheckSourcePath("/ok") != "/ok" {
+		t.Fatal("CheckSourcePath")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	var probs []Problem
+	for i := range 30 {
+		probs = append(probs, Problem{Annotation: fmt.Sprintf("a%d", i), Value: strings.Repeat("v", 100), Reason: "bad"})
+	}
+	s := Summary(probs, 1024)
+	if len(s) > 1024 || !strings.Contains(s, "annotation a0=") || !strings.Contains(s, "more)") || !utf8.ValidString(s) {
+		t.Fatalf("summary of %d bytes: %s", len(s), s)
+	}
+	if one := Summary(probs[:1], 1024); one != probs[0].String() {
+		t.Fatalf("one problem: %q", one)
+	}
 }

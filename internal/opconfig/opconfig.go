@@ -129,6 +129,10 @@ func (s *Store) Set(snap *Snapshot) {
 	s.notify()
 }
 
+// Notify wakes the subscribers without a new snapshot: the API connection the
+// snapshot names was (re)configured, and objects waiting for it look again.
+func (s *Store) Notify() { s.notify() }
+
 func (s *Store) notify() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

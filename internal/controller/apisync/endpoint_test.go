@@ -1,6 +1,7 @@
 package apisync_test
 
 import (
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 func endpoint(ns, host string) *v1.Endpoint {
@@ -193,10 +195,27 @@ var _ = Describe("Endpoint sync", func() {
 			return out
 		}
 		before := rvs()
+		ocRV := func() string {
+			oc := &v1.OperatorConfig{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc)).To(Succeed())
+			return oc.ResourceVersion
+		}
+		Eventually(func() metav1.ConditionStatus { // the first run's conditions are settled
+			oc := &v1.OperatorConfig{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc)).To(Succeed())
+			if c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionReady); c != nil {
+				return c.Status
+			}
+			return ""
+		}, timeout, poll).Should(Equal(metav1.ConditionTrue))
+		specs.Quiet(func() int { n, _ := strconv.Atoi(ocRV()); return n }, time.Second)
+		beforeOC := ocRV()
 		restartOperator()
 		Eventually(func() (string, error) { return op.Config.Get().LocalCluster() }, timeout, poll).ShouldNot(BeEmpty())
 		Consistently(endpointWrites, 3*time.Second, 300*time.Millisecond).Should(Equal(writes))
 		Expect(rvs()).To(Equal(before), "an Endpoint CR was written after the restart (status flapping while the configuration loads?)")
+		// The OperatorConfig's conditions do not go Unknown and back on a restart.
+		Expect(ocRV()).To(Equal(beforeOC), "the OperatorConfig's status was written on a restart")
 		Expect(api.Collisions()).To(BeEmpty())
 	})
 

@@ -143,6 +143,34 @@ func (K8sAppAdapter) Find(ctx context.Context, c *polycrate.Client, app *v1.K8sA
 	return unset, nil
 }
 
+// FindOwn finds only what this CR's create would have made: an app of its name in
+// its namespace (never one the API made with no namespace, which Find adopts but a
+// deletion of a never-synced CR must not retire).
+func (K8sAppAdapter) FindOwn(ctx context.Context, c *polycrate.Client, app *v1.K8sApp, payload any) (string, error) {
+	req := payload.(polycrate.K8sAppRequest)
+	q := polycrate.Query("name_exact", req.Name)
+	if req.K8sCluster != nil {
+		q.Set("k8s_cluster", *req.K8sCluster)
+	}
+	rows, err := c.K8sApps().List(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	for _, row := range rows {
+		d, err := c.K8sApps().Get(ctx, row.ID)
+		if polycrate.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if d.Namespace != nil && *d.Namespace == app.Namespace && d.Active {
+			return d.ID, nil
+		}
+	}
+	return "", nil
+}
+
 // Create creates the app.
 func (K8sAppAdapter) Create(ctx context.Context, c *polycrate.Client, payload any) (string, error) {
 	app, err := c.K8sApps().Create(ctx, payload.(polycrate.K8sAppRequest))

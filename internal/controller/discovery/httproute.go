@@ -78,7 +78,7 @@ func (HTTPRouteInspector) Inspect(ctx context.Context, c client.Client, obj clie
 			return false, nil, nil
 		}
 	}
-	src := annotations.Source{Listener: pickListener(gw, section), Path: firstPathPrefix(route)}
+	src := annotations.Source{Listener: pickListener(gw, section), Path: annotations.CheckSourcePath(firstPathPrefix(route))}
 	var hosts []Host
 	seen := map[string]bool{}
 	for _, h := range route.Spec.Hostnames {

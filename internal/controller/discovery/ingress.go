@@ -34,6 +34,8 @@ const (
 const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 	ReasonHostClaimed       = "HostClaimedByAnotherSource"
+	ReasonTooManyHosts      = "TooManyHosts"
+	ReasonNameCollision     = v1.ReasonNameCollision
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;patch;update

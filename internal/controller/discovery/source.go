@@ -2,8 +2,10 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -103,19 +105,39 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if settings.K8sAppName == "" {
 		settings.K8sAppName = obj.GetLabels()[v1.LabelK8sAppNameDeprecated] // honoured, then moved
 	}
-	for _, p := range problems {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Discover", "%s", p.String())
+	if len(problems) > 0 {
+		// One event for all of them: events of one object, reason and action are
+		// merged into a series that keeps only the first note.
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Discover", "%s", annotations.Summary(problems, eventNoteLimit))
+	}
+	if len(hosts) > MaxHostsPerSource {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTooManyHosts, "Discover",
+			"this %s names %d hosts; the first %d (in the order of its spec) are monitored, the other %d are not (at most %d hosts per source: split it)",
+			in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource)
+		hosts = hosts[:MaxHostsPerSource]
 	}
 	wanted := map[string]bool{}
+	hostOf := map[string]string{} // Endpoint name → the host that took it in this pass
 	for _, h := range hosts {
-		name := names.Endpoint(h.Name)
-		owner, claimed, err := r.claimedElsewhere(ctx, obj, name)
+		name := endpointName(h.Name)
+		if first, taken := hostOf[name]; taken {
+			// Two hosts of one source, one CR name: declaring both would flip the CR
+			// between them forever (and the API object with it). The first keeps it.
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonNameCollision, "Discover",
+				"hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name)
+			continue
+		}
+		hostOf[name] = h.Name
+		owner, claimed, err := r.claimedElsewhere(ctx, obj, name, h.Name)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if claimed {
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonHostClaimed, "Discover",
-				"host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
+		if claimed != "" {
+			reason, msg := ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
+			if claimed == claimCollision {
+				reason, msg = ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host of %s; %s is not monitored", name, h.Name, owner, h.Name)
+			}
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Discover", "%s", msg)
 			continue
 		}
 		wanted[name] = true
@@ -164,36 +186,88 @@ func (r *SourceReconciler) release(ctx context.Context, obj client.Object, owned
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
 }
 
+// endpointNamer names a host's Endpoint CR (replaceable so that a test can make
+// two hosts collide, which the 80-bit hash makes impossible to find); nil is
+// names.Endpoint.
+var endpointNamer atomic.Pointer[func(string) string]
+
+func endpointName(host string) string {
+	if f := endpointNamer.Load(); f != nil {
+		return (*f)(host)
+	}
+	return names.Endpoint(host)
+}
+
+// eventNoteLimit is the events API's limit on a note.
+const eventNoteLimit = 1024
+
+// MaxHostsPerSource caps the hosts one Ingress or HTTPRoute contributes: what the
+// operator writes onto the source (endpoints.polycrate.io/api-ids, about 290
+// bytes per host at most) must stay far below Kubernetes' 256 KiB limit on all
+// of an object's annotations, whatever the source holds. 200 hosts need at most
+// ~58 KB.
+const MaxHostsPerSource = 200
+
+// How an Endpoint name is held elsewhere.
+const (
+	claimHost      = "host"      // the same host, through another source
+	claimCollision = "collision" // another host whose name collides
+)
+
 // claimedElsewhere: the Endpoint belongs to a source of higher priority, or to an
-// older source of the same kind (creation time, then name).
-func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Object, name string) (string, bool, error) {
+// older source of the same kind (creation time, then name) — for the same host a
+// claim, for another host (the names collide) a collision, which no source takes
+// over while the holder exists.
+func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Object, name, host string) (string, string, error) {
 	ep := &v1.Endpoint{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, ep); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", false, nil
+			return "", "", nil
 		}
-		return "", false, err
+		return "", "", err
+	}
+	claim := claimHost
+	if names.NormalizeHost(ep.Spec.RemoteAddress) != names.NormalizeHost(host) {
+		claim = claimCollision
 	}
 	for _, other := range r.Others {
-		if owner := ep.Labels[other.Label()]; owner != "" && other.Priority() > r.Inspector.Priority() {
-			return other.Kind() + " " + owner, true, nil
+		if owner := ep.Labels[other.Label()]; owner != "" {
+			if other.Priority() > r.Inspector.Priority() {
+				return other.Kind() + " " + owner, claim, nil
+			}
+			if claim == claimCollision {
+				if held, err := r.exists(ctx, other.New(), obj.GetNamespace(), owner); err != nil || held {
+					return other.Kind() + " " + owner, claim, err
+				}
+			}
 		}
 	}
 	owner := ep.Labels[r.Inspector.Label()]
-	if owner == "" || owner == obj.GetName() {
-		return "", false, nil // unowned, owned by a lower-priority kind (taken over), or ours
+	if owner == "" {
+		return "", "", nil // unowned, or owned by a lower-priority kind for the same host (taken over)
+	}
+	if owner == obj.GetName() {
+		return "", "", nil // ours (a host of ours that this pass replaces)
 	}
 	o := r.Inspector.New()
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner}, o); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", false, nil // the owner is gone: take it over
+			return "", "", nil // the owner is gone: take it over
 		}
-		return "", false, err
+		return "", "", err
 	}
-	if older(o, obj) && o.GetDeletionTimestamp().IsZero() {
-		return r.Inspector.Kind() + " " + owner, true, nil
+	if o.GetDeletionTimestamp().IsZero() && (claim == claimCollision || older(o, obj)) {
+		return r.Inspector.Kind() + " " + owner, claim, nil
 	}
-	return "", false, nil
+	return "", "", nil
+}
+
+// exists reports whether a live source of that kind and name exists.
+func (r *SourceReconciler) exists(ctx context.Context, o client.Object, namespace, name string) (bool, error) {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return o.GetDeletionTimestamp().IsZero(), nil
 }
 
 func older(a, b metav1.Object) bool {
@@ -271,7 +345,7 @@ func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel
 	}
 	return &v1.Endpoint{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: names.Endpoint(check.Host), Namespace: src.GetNamespace(),
+			Name: endpointName(check.Host), Namespace: src.GetNamespace(),
 			Labels:     map[string]string{v1.LabelDiscovered: v1.LabelValueTrue, sourceLabel: src.GetName()},
 			Finalizers: []string{v1.FinalizerEndpointCleanup},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,

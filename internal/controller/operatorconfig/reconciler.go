@@ -147,6 +147,10 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	}
 	if changed {
 		r.Reporter.ReportNow()
+		// Objects that found no connection (e.g. a deletion waiting to look up its
+		// API object, in the moment between publish and this step) look again now
+		// rather than after their recheck interval.
+		r.Config.Notify()
 	}
 
 	// 4. The health report's answer: connected, and which workspace.

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,6 +126,13 @@ func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket) (ctrl.Result
 		r.pending(b, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
+	if errs := validation.IsDNS1123Subdomain(SecretName(b.Spec.Name)); len(errs) > 0 {
+		// Checked before any API call: a bucket whose credentials can never be
+		// written must not be created (the CRD's pattern refuses such names; this
+		// covers CRs stored before it did).
+		return r.fail(b, &failure{v1.ReasonInvalidSpec, fmt.Sprintf("spec.name %q cannot be served: its credentials Secret name %q is invalid (%s)",
+			b.Spec.Name, SecretName(b.Spec.Name), strings.Join(errs, "; ")), true})
+	}
 	if owner, err := r.claimedBy(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
@@ -230,6 +238,12 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 		r.observe(b, got)
 		return got, nil
 	}
+	// Everything that would doom the bucket is checked before it is created: a
+	// Secret of its credentials' name that this S3Bucket does not own would leave a
+	// created, unusable bucket behind.
+	if err := r.secretFree(ctx, b); err != nil {
+		return nil, err
+	}
 	// Provisioning: shown before the (possibly slow) create.
 	r.setPhase(b, v1.S3BucketPhaseProvisioning, v1.ReasonProvisioning, "creating bucket "+b.Spec.Name+" in the Polycrate API")
 	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(&v1.S3Bucket{ObjectMeta: b.ObjectMeta})); err != nil && !apierrors.IsNotFound(err) {
@@ -328,6 +342,22 @@ func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *po
 	}
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonSecretWritten, "Provision", "restored the credentials Secret %s from the API", s.Name)
 	return true, nil
+}
+
+// secretFree fails when the credentials Secret exists and another owner controls it.
+func (r *Reconciler) secretFree(ctx context.Context, b *v1.S3Bucket) error {
+	s := &corev1.Secret{}
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
+	}
+	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != b.UID {
+		return &failure{ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten, and no bucket is created until it is gone", s.Name), true}
+	}
+	return nil
 }
 
 func hasLabels(have, want map[string]string) bool {

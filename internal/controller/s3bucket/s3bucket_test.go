@@ -181,6 +181,15 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		phase(refused, v1.S3BucketPhaseError)
 		Expect(reason(refused)).To(Equal(v1.ReasonAPIError))
 		Expect(refused.Status.Message).To(ContainSubstring("the API refused the bucket"))
+		// Error → Error with another reason is a transition too: its own Warning event.
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/s3/buckets/", Method: "POST", Status: 403, Times: 1})).To(Succeed())
+		refused.Spec.ReclaimPolicy = "delete"
+		Expect(k8s.Update(ctx, refused)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(refused), refused)).To(Succeed())
+			g.Expect(reason(refused)).To(Equal(v1.ReasonUnauthorized))
+		}, timeout, poll).Should(Succeed())
+		Eventually(func() []string { return eventReasons(refused) }, timeout, poll).Should(ContainElements(v1.ReasonAPIError, v1.ReasonUnauthorized))
 		Expect(api.SetFaults()).To(Succeed())
 
 		// nbg1 stops accepting buckets (S3_CLUSTER_MAX_USAGE_PERCENT in the real API).
@@ -285,6 +294,25 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		s := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), s)).To(Succeed())
 		Expect(s.Data).To(Equal(map[string][]byte{"note": []byte("hands off")}))
+		// Checked before the create: no bucket that could never get its Secret.
+		Expect(bucketsNamed("mine-bucket")).To(BeEmpty())
+		// The foreign Secret goes: the bucket is provisioned.
+		Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		b.Spec.ReclaimPolicy = "delete" // a spec change wakes the refused bucket
+		Expect(k8s.Update(ctx, b)).To(Succeed())
+		phase(b, v1.S3BucketPhaseReady)
+		Expect(bucketsNamed("mine-bucket")).To(HaveLen(1))
+	})
+
+	It("refuses at the API server a name whose credentials Secret name would be invalid", func() {
+		ns := freshNamespace()
+		for _, name := range []string{"a..b-.-x", "ab.-c", "ab-.c", "ab..c"} {
+			err := k8s.Create(ctx, bucketCR(ns, "bad", name, "", ""))
+			Expect(err).To(HaveOccurred(), name)
+			Expect(err.Error()).To(ContainSubstring("spec.name"), name)
+		}
+		Expect(bucketsNamed("a..b-.-x")).To(BeEmpty())
 	})
 
 	It("rejects changes of spec.name and spec.region at the API server", func() {

@@ -1,0 +1,179 @@
+package apisync_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/names"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
+)
+
+// eventAbout reports whether an event of that type and reason names the object.
+func eventAbout(ns, name, typ, reason string) bool {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Type == typ && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+func readyReason(ns, name string) string {
+	ep := &v1.Endpoint{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ep); err != nil {
+		return ""
+	}
+	if c := meta.FindStatusCondition(ep.Status.Conditions, v1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func gone(obj client.Object) {
+	GinkgoHelper()
+	Eventually(func() bool {
+		return client.IgnoreNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) == nil &&
+			k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj) != nil
+	}, timeout, poll).Should(BeTrue(), "%s is still there", obj.GetName())
+}
+
+var _ = Describe("Sync under faults", func() {
+	It("fires a Warning event when a synced Endpoint turns to an API error", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, endpoint(ns, "turns.example.com"))).To(Succeed())
+		ep := synced(ns, "turns-example-com")
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 400})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		ep.Spec.Path = "/changed"
+		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		Eventually(func() string { return readyReason(ns, ep.Name) }, timeout, poll).Should(Equal(v1.ReasonAPIError))
+		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, v1.ReasonAPIError) }, timeout, poll).Should(BeTrue())
+	})
+
+	It("deletes the API object of a CR whose id never reached its status (a crash after the create), found by its natural key", func() {
+		ns := freshNamespace()
+		host := "crashed.example.com"
+		// What a create whose answer was lost leaves behind: the API object, and a
+		// CR (with the finalizer discovery declares) without an id. The operator is
+		// down while the CR is deleted.
+		Expect(oe.StopOperator()).To(Succeed())
+		cluster, _ := op.Config.Get().LocalCluster()
+		made, err := apiClient().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: names.EndpointAPI(ns, host), RemoteAddress: host,
+			K8sCluster: &cluster, CreatedByComponent: "operator"})
+		Expect(err).NotTo(HaveOccurred())
+		ep := endpoint(ns, host)
+		ep.Finalizers = []string{v1.FinalizerEndpointCleanup}
+		Expect(k8s.Create(ctx, ep)).To(Succeed())
+		Expect(k8s.Delete(ctx, ep)).To(Succeed())
+		Expect(oe.StartOperator()).To(Succeed())
+		op = oe.Op
+		gone(ep)
+		_, err = apiClient().Endpoints().Get(ctx, made.ID)
+		Expect(polycrate.IsNotFound(err)).To(BeTrue(), "the API object was leaked: %v", err)
+	})
+
+	It("retires (never deletes) the K8s app of a K8sApp CR deleted before its id reached the status, and leaves an app the API made alone", func() {
+		ns := freshNamespace()
+		Expect(oe.StopOperator()).To(Succeed())
+		cluster, _ := op.Config.Get().LocalCluster()
+		mine, err := apiClient().K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: "crashed-app", Kind: "external", K8sCluster: &cluster,
+			Namespace: &ns, Active: polycrate.Ptr(true), Installed: true})
+		Expect(err).NotTo(HaveOccurred())
+		theirs, err := apiClient().K8sApps().Create(ctx, polycrate.K8sAppRequest{Name: "api-made-app", Kind: "external", K8sCluster: &cluster,
+			Active: polycrate.Ptr(true), Installed: true})
+		Expect(err).NotTo(HaveOccurred())
+		for _, name := range []string{"crashed-app", "api-made-app"} {
+			app := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{v1.FinalizerK8sAppCleanup}},
+				Spec: v1.K8sAppSpec{Kind: "external"}}
+			Expect(k8s.Create(ctx, app)).To(Succeed())
+			Expect(k8s.Delete(ctx, app)).To(Succeed())
+			DeferCleanup(gone, app)
+		}
+		Expect(oe.StartOperator()).To(Succeed())
+		op = oe.Op
+		Eventually(func(g Gomega) {
+			a, err := apiClient().K8sApps().Get(ctx, mine.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(a.Active).To(BeFalse(), "%+v", a)
+			g.Expect(a.Uninstalled).To(BeTrue())
+		}, timeout, poll).Should(Succeed())
+		a, err := apiClient().K8sApps().Get(ctx, theirs.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.Active).To(BeTrue(), "an app the operator never created or adopted was retired")
+	})
+
+	It("never syncs two CRs into one API object: the second is refused, and deleting it keeps the first's object", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, endpoint(ns, "twice.example.com"))).To(Succeed())
+		first := synced(ns, "twice-example-com")
+		writes := endpointWrites()
+		// A hand-written CR for the same host in the same namespace: the same API name.
+		second := endpoint(ns, "twice.example.com")
+		second.Name = "twice-by-hand"
+		second.Spec.Path = "/mine"
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+		Eventually(func() string { return readyReason(ns, second.Name) }, timeout, poll).Should(Equal(v1.ReasonNameCollision))
+		Eventually(func() bool { return eventAbout(ns, second.Name, corev1.EventTypeWarning, v1.ReasonNameCollision) }, timeout, poll).Should(BeTrue())
+		Consistently(endpointWrites, 2*time.Second, 200*time.Millisecond).Should(Equal(writes))
+		a, err := apiClient().Endpoints().Get(ctx, first.Status.APIID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.Spec.HTTP.Path).To(Equal("/api/health"), "the second CR overwrote the first's API object")
+
+		Expect(k8s.Delete(ctx, second)).To(Succeed())
+		gone(second)
+		_, err = apiClient().Endpoints().Get(ctx, first.Status.APIID)
+		Expect(err).NotTo(HaveOccurred(), "deleting the second CR deleted the first's API object")
+	})
+
+	It("never reports a write through a redirecting api_url as done, and re-sends it once the URL is fixed", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, endpoint(ns, "moved.example.com"))).To(Succeed())
+		ep := synced(ns, "moved-example-com")
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, oe.APIURL+r.URL.Path, http.StatusMovedPermanently)
+		}))
+		DeferCleanup(front.Close)
+		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = front.URL })
+		DeferCleanup(func() {
+			specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = oe.APIURL })
+		})
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep)).To(Succeed())
+		ep.Spec.Path = "/after-the-move"
+		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		fresh := endpoint(ns, "new-while-moved.example.com")
+		Expect(k8s.Create(ctx, fresh)).To(Succeed())
+		for _, name := range []string{ep.Name, fresh.Name} {
+			Eventually(func() string { return readyReason(ns, name) }, timeout, poll).Should(Equal(v1.ReasonAPIRedirect))
+		}
+		got := &v1.Endpoint{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(fresh), got)).To(Succeed())
+		Expect(got.Status.APIID).To(BeEmpty())
+		Expect(meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady).Message).To(ContainSubstring("api_url redirects to " + oe.APIURL))
+		rows, err := apiClient().Endpoints().List(ctx, polycrate.Query("name_exact", names.EndpointAPI(ns, "new-while-moved.example.com")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(BeEmpty())
+
+		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL = oe.APIURL })
+		synced(ns, fresh.Name)
+		synced(ns, ep.Name)
+		a, err := apiClient().Endpoints().Get(ctx, ep.Status.APIID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a.Spec.HTTP.Path).To(Equal("/after-the-move"))
+		Expect(api.Collisions()).To(BeEmpty())
+	})
+})
