@@ -58,7 +58,7 @@ var _ = Describe("Nodes → Hosts", func() {
 			g.Expect(*h.ResourceMemory).To(BeEquivalentTo(16384))
 		})
 		Expect(h.Hostname).To(Equal("worker-a"))
-		Expect(h.Name).To(MatchRegexp(`^worker-a-[0-9a-f]{8}$`))
+		Expect(h.Name).To(MatchRegexp(`^worker-a-[0-9a-f]{20}$`))
 		Expect(*h.DefaultIPv4).To(Equal("10.0.0.11"))
 		Expect(*h.ResourceCPUCores).To(BeEquivalentTo(4))
 		Expect(*h.ResourceCPUArchitecture).To(Equal("amd64"))
