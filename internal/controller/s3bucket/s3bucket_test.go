@@ -305,6 +305,31 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		Expect(bucketsNamed("mine-bucket")).To(HaveLen(1))
 	})
 
+	It("fires a Warning event when an Error changes its reason", func() {
+		nsA, nsB := freshNamespace(), freshNamespace()
+		winner := bucketCR(nsB, "winner", "contested-bucket", "", "retain")
+		Expect(k8s.Create(ctx, winner)).To(Succeed())
+		phase(winner, v1.S3BucketPhaseReady)
+		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: s3bucket.SecretName("contested-bucket")},
+			StringData: map[string]string{"note": "hands off"}}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		blocked := bucketCR(nsA, "blocked", "contested-bucket", "", "")
+		Expect(k8s.Create(ctx, blocked)).To(Succeed())
+		phase(blocked, v1.S3BucketPhaseError)
+		Expect(reason(blocked)).To(Equal(v1.ReasonAlreadyClaimed))
+		// The winner goes (its bucket stays): the other adopts it and stops at the
+		// foreign Secret — Error → Error with another reason, its own Warning event.
+		Expect(k8s.Delete(ctx, winner)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(blocked), blocked)).To(Succeed())
+			g.Expect(reason(blocked)).To(Equal(s3bucket.ReasonSecretForeign))
+			g.Expect(blocked.Status.Phase).To(Equal(v1.S3BucketPhaseError))
+		}, timeout, poll).Should(Succeed())
+		Eventually(func() []string { return eventReasons(blocked) }, timeout, poll).Should(ContainElements(v1.ReasonAlreadyClaimed, s3bucket.ReasonSecretForeign))
+		Expect(k8s.Delete(ctx, blocked)).To(Succeed())
+		gone(blocked)
+	})
+
 	It("refuses at the API server a name whose credentials Secret name would be invalid", func() {
 		ns := freshNamespace()
 		for _, name := range []string{"a..b-.-x", "ab.-c", "ab-.c", "ab..c"} {
