@@ -115,39 +115,24 @@ func (a K8sAppAdapter) Payload(app *v1.K8sApp, snap *opconfig.Snapshot) (any, er
 // Find adopts an app of the same name in the local cluster whose namespace is the
 // CR's or not set (e.g. one the API created from a block instance).
 func (K8sAppAdapter) Find(ctx context.Context, c *polycrate.Client, app *v1.K8sApp, payload any) (string, error) {
-	req := payload.(polycrate.K8sAppRequest)
-	q := polycrate.Query("name_exact", req.Name)
-	if req.K8sCluster != nil {
-		q.Set("k8s_cluster", *req.K8sCluster)
-	}
-	rows, err := c.K8sApps().List(ctx, q)
-	if err != nil {
-		return "", err
-	}
-	unset := ""
-	for _, row := range rows { // name_exact filtered them (a list row shows the display name as its name)
-		d, err := c.K8sApps().Get(ctx, row.ID)
-		if polycrate.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case d.Namespace != nil && *d.Namespace == app.Namespace:
-			return d.ID, nil
-		case (d.Namespace == nil || *d.Namespace == "") && unset == "":
-			unset = d.ID
-		}
-	}
-	return unset, nil
+	return findApp(ctx, c, payload.(polycrate.K8sAppRequest), func(d *polycrate.K8sApp) (bool, bool) {
+		return d.Namespace != nil && *d.Namespace == app.Namespace, d.Namespace == nil || *d.Namespace == ""
+	})
 }
 
-// FindOwn finds only what this CR's create would have made: an app of its name in
-// its namespace (never one the API made with no namespace, which Find adopts but a
-// deletion of a never-synced CR must not retire).
+// FindOwn finds only what this CR's create would have made: an active app of its
+// name in its namespace (never one the API made with no namespace, which Find
+// adopts but a deletion of a never-synced CR must not retire).
 func (K8sAppAdapter) FindOwn(ctx context.Context, c *polycrate.Client, app *v1.K8sApp, payload any) (string, error) {
-	req := payload.(polycrate.K8sAppRequest)
+	return findApp(ctx, c, payload.(polycrate.K8sAppRequest), func(d *polycrate.K8sApp) (bool, bool) {
+		return d.Namespace != nil && *d.Namespace == app.Namespace && d.Active, false
+	})
+}
+
+// findApp reads the apps of the request's name in its cluster (name_exact filters
+// them: a list row shows the display name as its name) and returns the first that
+// match calls exact, else the first it calls a fallback.
+func findApp(ctx context.Context, c *polycrate.Client, req polycrate.K8sAppRequest, match func(*polycrate.K8sApp) (exact, fallback bool)) (string, error) {
 	q := polycrate.Query("name_exact", req.Name)
 	if req.K8sCluster != nil {
 		q.Set("k8s_cluster", *req.K8sCluster)
@@ -156,6 +141,7 @@ func (K8sAppAdapter) FindOwn(ctx context.Context, c *polycrate.Client, app *v1.K
 	if err != nil {
 		return "", err
 	}
+	fallback := ""
 	for _, row := range rows {
 		d, err := c.K8sApps().Get(ctx, row.ID)
 		if polycrate.IsNotFound(err) {
@@ -164,11 +150,15 @@ func (K8sAppAdapter) FindOwn(ctx context.Context, c *polycrate.Client, app *v1.K
 		if err != nil {
 			return "", err
 		}
-		if d.Namespace != nil && *d.Namespace == app.Namespace && d.Active {
+		exact, fb := match(d)
+		switch {
+		case exact:
 			return d.ID, nil
+		case fb && fallback == "":
+			fallback = d.ID
 		}
 	}
-	return "", nil
+	return fallback, nil
 }
 
 // Create creates the app.

@@ -22,6 +22,15 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
+// foreignSecret creates a Secret of a bucket's credentials name that no S3Bucket owns.
+func foreignSecret(ns, bucket string) *corev1.Secret {
+	GinkgoHelper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s3bucket.SecretName(bucket)},
+		StringData: map[string]string{"note": "hands off"}}
+	Expect(k8s.Create(ctx, s)).To(Succeed())
+	return s
+}
+
 func bucketCR(ns, name, bucket, region, reclaim string) *v1.S3Bucket {
 	return &v1.S3Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.S3BucketSpec{Name: bucket, Region: region, ReclaimPolicy: reclaim}}
@@ -284,9 +293,7 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 
 	It("never overwrites a Secret of that name it does not own", func() {
 		ns := freshNamespace()
-		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s3bucket.SecretName("mine-bucket")},
-			StringData: map[string]string{"note": "hands off"}}
-		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		foreign := foreignSecret(ns, "mine-bucket")
 		b := bucketCR(ns, "mine", "mine-bucket", "", "")
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		phase(b, v1.S3BucketPhaseError)
@@ -310,9 +317,7 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		winner := bucketCR(nsB, "winner", "contested-bucket", "", "retain")
 		Expect(k8s.Create(ctx, winner)).To(Succeed())
 		phase(winner, v1.S3BucketPhaseReady)
-		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: s3bucket.SecretName("contested-bucket")},
-			StringData: map[string]string{"note": "hands off"}}
-		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		foreignSecret(nsA, "contested-bucket")
 		blocked := bucketCR(nsA, "blocked", "contested-bucket", "", "")
 		Expect(k8s.Create(ctx, blocked)).To(Succeed())
 		phase(blocked, v1.S3BucketPhaseError)
