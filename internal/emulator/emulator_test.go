@@ -543,3 +543,27 @@ func TestNameExactThroughTheIndex(t *testing.T) {
 		t.Fatalf("a deleted object matches: %v", got)
 	}
 }
+
+// A drop after commit takes the write and loses the answer: what a crash or a
+// proxy reset after the API committed looks like to a client.
+func TestDropAfterCommit(t *testing.T) {
+	srv, ts := newTestServer(t, Config{})
+	if err := srv.SetFaults(FaultRule{Path: "/api/v1/hosts/", Method: "POST", Drop: true, AfterCommit: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"name": "committed", "hostname": "committed"})
+	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/hosts/", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+DevAgentToken)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("an answer came through: %d", resp.StatusCode)
+	}
+	_, m, _ := do(t, ts.URL, DevAgentToken, "GET", "/api/v1/hosts/?name_exact=committed", nil)
+	if n, _ := m["count"].(float64); n != 1 {
+		t.Fatalf("the write was not committed: %v", m)
+	}
+	if err := srv.SetFaults(FaultRule{Path: "/x", AfterCommit: true, Status: 500}); err == nil {
+		t.Fatal("after_commit without drop was accepted")
+	}
+}

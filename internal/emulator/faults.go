@@ -30,6 +30,9 @@ type FaultRule struct {
 	RetryAfter int `json:"retry_after,omitempty"`
 	// Drop closes the connection without an answer.
 	Drop bool `json:"drop,omitempty"`
+	// AfterCommit (with Drop) processes the request first — a write is committed —
+	// and then drops the answer: the client cannot know that its write took.
+	AfterCommit bool `json:"after_commit,omitempty"`
 	// Times limits how often the rule fires; 0 = unlimited.
 	Times int `json:"times,omitempty"`
 	// Seed makes Rate deterministic: the same seed gives the same sequence.
@@ -56,6 +59,9 @@ func (f *FaultRule) compile() error {
 	}
 	if f.Status == 0 && f.LatencyMS == 0 && !f.Drop {
 		return fmt.Errorf("a fault rule needs status, latency_ms or drop")
+	}
+	if f.AfterCommit && (!f.Drop || f.Status != 0) {
+		return fmt.Errorf("after_commit goes with drop (and no status)")
 	}
 	if f.Rate == 0 {
 		f.Rate = 1
@@ -114,6 +120,8 @@ func (fs *faultSet) match(r *http.Request) *FaultRule {
 
 func (f *FaultRule) describe() string {
 	switch {
+	case f.Drop && f.AfterCommit:
+		return "drop after commit"
 	case f.Drop:
 		return "drop"
 	case f.Status != 0:
@@ -132,17 +140,9 @@ func (f *FaultRule) apply(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 	}
-	if f.Drop {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				if tc, ok := conn.(*net.TCPConn); ok {
-					_ = tc.SetLinger(0)
-				}
-				_ = conn.Close()
-				return true
-			}
-		}
-		panic(http.ErrAbortHandler)
+	if f.Drop && !f.AfterCommit {
+		drop(w)
+		return true
 	}
 	if f.Status == 0 {
 		return false
@@ -159,6 +159,20 @@ func (f *FaultRule) apply(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, f.Status, "client_error", "error", "Injected client error.", nil)
 	}
 	return true
+}
+
+// drop closes the connection without an answer (a reset).
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // Hijack lets a drop fault close the connection through the status recorder.

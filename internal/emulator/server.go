@@ -237,11 +237,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.count(r)
-	if f := s.faults.match(r); f != nil {
+	f := s.faults.match(r)
+	if f != nil {
 		fault = f.describe()
 		if f.apply(sw, r) {
 			return
 		}
+	}
+	if f != nil && f.AfterCommit {
+		// The request is processed in full (a write is committed), its answer
+		// thrown away, and the connection reset.
+		rec := &discardWriter{header: http.Header{}}
+		if p, ok := s.authenticate(rec, r); ok {
+			s.route(rec, r, p)
+		}
+		drop(sw)
+		return
 	}
 	p, ok := s.authenticate(sw, r)
 	if !ok {
@@ -249,6 +260,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.route(sw, r, p)
 }
+
+// discardWriter takes an answer that is never sent.
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
 
 // count increments the read/write counters of the resource a request addresses.
 func (s *Server) count(r *http.Request) {

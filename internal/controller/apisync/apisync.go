@@ -353,6 +353,13 @@ func (r *Reconciler[O]) sync(ctx context.Context, obj O) (reconcile.Result, erro
 		}
 		id = created
 	} else if err := r.Adapter.Update(ctx, c, id, payload); err != nil {
+		if polycrate.IsNotFound(err) {
+			// Deleted between the lookup and the update (e.g. by the finalizer of the
+			// CR that held it): the next pass finds it gone and creates it anew.
+			r.missing.Store(id, true)
+			r.failed(obj, v1.ReasonAPIError, fmt.Sprintf("API object %s disappeared during the update; looking again", id), false)
+			return reconcile.Result{}, err // backoff
+		}
 		return r.apiError(obj, err)
 	}
 	r.missing.Delete(st.APIID)

@@ -116,6 +116,20 @@ var _ = Describe("Sync under faults", func() {
 		Expect(a.Active).To(BeTrue(), "an app the operator never created or adopted was retired")
 	})
 
+	It("adopts, never duplicates, an object whose create answer was lost after the API committed it", func() {
+		ns := freshNamespace()
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/", Method: "POST", Drop: true, AfterCommit: true, Times: 1})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		Expect(k8s.Create(ctx, endpoint(ns, "lost-answer.example.com"))).To(Succeed())
+		got := synced(ns, "lost-answer-example-com")
+		rows, err := apiClient().Endpoints().List(ctx, polycrate.Query("name_exact", names.EndpointAPI(ns, "lost-answer.example.com")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(HaveLen(1))
+		Expect(rows[0].ID).To(Equal(got.Status.APIID))
+		Expect(eventAbout(ns, got.Name, corev1.EventTypeNormal, v1.ReasonAdopted)).To(BeTrue())
+		Expect(api.Collisions()).To(BeEmpty())
+	})
+
 	It("never syncs two CRs into one API object: the second is refused, and deleting it keeps the first's object", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, endpoint(ns, "twice.example.com"))).To(Succeed())

@@ -8,8 +8,10 @@ import (
 )
 
 // recentTTL is how long a remembered write stands in for the cache: the cache
-// catches up within milliseconds, seconds on a loaded API server.
-const recentTTL = 2 * time.Minute
+// catches up within milliseconds, seconds on a loaded API server. It bounds the
+// memory too: at most the writes of the last 30 s are kept (a few thousand
+// entries of ~150 bytes while thousands of objects converge, none when idle).
+const recentTTL = 30 * time.Second
 
 // write is a sync status this process wrote.
 type write struct {

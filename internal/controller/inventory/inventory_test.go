@@ -55,6 +55,8 @@ var _ = Describe("Nodes → Hosts", func() {
 		Expect(host.Labels).To(HaveKeyWithValue(v1.LabelHostSourceNode, "worker-a"))
 		Expect(host.OwnerReferences).To(ConsistOf(HaveField("UID", n.UID)))
 		h := eventually(func() (*polycrate.Host, error) { return apiClient().Hosts().Get(ctx, id) }, func(g Gomega, h *polycrate.Host) {
+			// (The Node's status is written after the Node: the first sync may see none.)
+			g.Expect(h.ResourceMemory).NotTo(BeNil())
 			g.Expect(*h.ResourceMemory).To(BeEquivalentTo(16384))
 		})
 		Expect(h.Hostname).To(Equal("worker-a"))
