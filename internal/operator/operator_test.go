@@ -424,11 +424,15 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.CACertificate = caPEM })
 		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
 
-		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.CACertificate = "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n" })
+		updateOC(func(oc *v1.OperatorConfig) {
+			oc.Spec.APISync.CACertificate = "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n"
+		})
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonInvalidCACertificate)
 		Expect(c.Message).To(ContainSubstring("api_sync.ca_certificate is invalid"))
 
-		updateOC(func(oc *v1.OperatorConfig) { oc.Spec.APISync.APIURL, oc.Spec.APISync.CACertificate = "http://127.0.0.1:1", "" })
+		updateOC(func(oc *v1.OperatorConfig) {
+			oc.Spec.APISync.APIURL, oc.Spec.APISync.CACertificate = "http://127.0.0.1:1", ""
+		})
 		c = condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonUnreachable)
 		Expect(c.Message).To(ContainSubstring("cannot be reached"))
 		warningEvent(ns, v1.ReasonUnreachable)
