@@ -121,7 +121,7 @@ var _ = Describe("Sync under faults", func() {
 		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/", Method: "POST", Drop: true, AfterCommit: true, Times: 1})).To(Succeed())
 		DeferCleanup(func() { _ = api.SetFaults() })
 		Expect(k8s.Create(ctx, endpoint(ns, "lost-answer.example.com"))).To(Succeed())
-		got := synced(ns, "lost-answer-example-com")
+		got := synced(ns, names.Endpoint("lost-answer.example.com"))
 		rows, err := apiClient().Endpoints().List(ctx, polycrate.Query("name_exact", names.EndpointAPI(ns, "lost-answer.example.com")))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rows).To(HaveLen(1))
