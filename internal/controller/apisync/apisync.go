@@ -474,7 +474,8 @@ func (r *Reconciler[O]) patchStatus(ctx context.Context, obj, before O) {
 func (r *Reconciler[O]) apiError(obj O, err error) (reconcile.Result, error) {
 	switch {
 	case polycrate.IsTransient(err):
-		r.failed(obj, v1.ReasonAPIUnavailable, err.Error(), false)
+		// A Warning on the transition only: the retries that follow change nothing.
+		r.failed(obj, v1.ReasonAPIUnavailable, err.Error(), true)
 		if wait := polycrate.RetryAfter(err); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -503,8 +504,13 @@ func (r *Reconciler[O]) synced(obj O, st State, hash string, wrote bool) {
 		now := metav1.Now()
 		st.LastSyncedAt = &now
 	}
+	failedBefore := r.Adapter.GetState(obj).Phase == r.Adapter.PhaseName(PhaseError)
 	r.Adapter.SetState(obj, st)
-	r.condition(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID)
+	if r.condition(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID) && failedBefore {
+		// A recovery from a failure is an event too (a first sync, or the end of a
+		// wait for the OperatorConfig, is not: that cause has its events there).
+		r.event(obj, corev1.EventTypeNormal, v1.ReasonSynced, "synced again to the Polycrate API as "+st.APIID)
+	}
 }
 
 func (r *Reconciler[O]) waiting(obj O, reason, msg string) {

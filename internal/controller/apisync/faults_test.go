@@ -64,6 +64,30 @@ var _ = Describe("Sync under faults", func() {
 		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, v1.ReasonAPIError) }, timeout, poll).Should(BeTrue())
 	})
 
+	It("fires a Warning event when an outage begins for an Endpoint and a Normal one when it syncs again, not one per retry", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, endpoint(ns, "outage.example.com"))).To(Succeed())
+		ep := synced(ns, "outage-example-com")
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 503})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		ep.Spec.Path = "/during-the-outage"
+		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		Eventually(func() string { return readyReason(ns, ep.Name) }, timeout, poll).Should(Equal(v1.ReasonAPIUnavailable))
+		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, v1.ReasonAPIUnavailable) }, timeout, poll).Should(BeTrue())
+		Expect(eventAbout(ns, ep.Name, corev1.EventTypeNormal, v1.ReasonSynced)).To(BeFalse(), "a first sync is no recovery")
+		Expect(api.SetFaults()).To(Succeed())
+		synced(ns, ep.Name) // after the backoff (5 s, 10 s …)
+		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeNormal, v1.ReasonSynced) }, timeout, poll).Should(BeTrue())
+		// One event per transition: the outage's retries made no more.
+		list := &eventsv1.EventList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		for _, e := range list.Items {
+			if e.Regarding.Name == ep.Name && e.Reason == v1.ReasonAPIUnavailable {
+				Expect(e.Series).To(BeNil(), "the retries repeated the event")
+			}
+		}
+	})
+
 	It("deletes the API object of a CR whose id never reached its status (a crash after the create), found by its natural key", func() {
 		ns := freshNamespace()
 		host := "crashed.example.com"

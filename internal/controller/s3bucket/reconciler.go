@@ -473,7 +473,9 @@ func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
 		}
 		return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil
 	case polycrate.IsTransient(err):
-		r.condition(b, metav1.ConditionFalse, v1.ReasonAPIUnavailable, err.Error())
+		if r.condition(b, metav1.ConditionFalse, v1.ReasonAPIUnavailable, err.Error()) {
+			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIUnavailable, "Provision", "%s", err.Error()) // once per transition, not per retry
+		}
 		return r.retry(err)
 	}
 	if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, err.Error()) {
