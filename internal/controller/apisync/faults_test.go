@@ -56,6 +56,9 @@ var _ = Describe("Sync under faults", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, endpoint(ns, "turns.example.com"))).To(Succeed())
 		ep := synced(ns, "turns-example-com")
+		// Leave a settled world (an object in Error would be retried by the next
+		// restart or configuration change: a write the restart spec would count).
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, ep)).To(Succeed()); gone(ep) })
 		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 400})).To(Succeed())
 		DeferCleanup(func() { _ = api.SetFaults() })
 		ep.Spec.Path = "/changed"
