@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -52,10 +53,30 @@ var _ = Describe("Endpoint discovery under hostile sources", func() {
 		// Another source's host colliding with it: refused too, nothing taken over.
 		Expect(k8s.Create(ctx, ingress(ns, "later", "nginx", on, "collide-c.example.com"))).To(Succeed())
 		Eventually(func() bool {
-			return warned(ns, discovery.ReasonNameCollision, "of host collide-c.example.com is taken by another host of Ingress both")
+			return warned(ns, discovery.ReasonNameCollision, "of host collide-c.example.com is taken by another host, of Ingress both")
 		}, timeout, poll).Should(BeTrue())
 		Consistently(func() string { return getEndpoint(ns, "collided-name").Spec.RemoteAddress }, 2*time.Second, 200*time.Millisecond).Should(Equal("collide-a.example.com"))
 		Expect(getEndpoint(ns, "collided-name").Labels[v1.LabelEndpointSourceIngress]).To(Equal("both"))
+
+		// A hand-written Endpoint for another host is never overwritten either.
+		hand := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "collided-by-hand"},
+			Spec: v1.EndpointSpec{RemoteAddress: "by-hand.example.com"}}
+		Expect(k8s.Create(ctx, hand)).To(Succeed())
+		restoreHand := discovery.SetEndpointName(func(h string) string {
+			switch {
+			case h == "collide-d.example.com":
+				return "collided-by-hand"
+			case strings.HasPrefix(h, "collide-"):
+				return "collided-name"
+			}
+			return names.Endpoint(h)
+		})
+		DeferCleanup(restoreHand)
+		Expect(k8s.Create(ctx, ingress(ns, "over-hand", "nginx", on, "collide-d.example.com"))).To(Succeed())
+		Eventually(func() bool {
+			return warned(ns, discovery.ReasonNameCollision, "taken by another host, of the hand-written Endpoint collided-by-hand")
+		}, timeout, poll).Should(BeTrue())
+		Consistently(func() string { return getEndpoint(ns, "collided-by-hand").Spec.RemoteAddress }, 2*time.Second, 200*time.Millisecond).Should(Equal("by-hand.example.com"))
 	})
 
 	It("caps the hosts of one source with a Warning event, keeps the first ones, and keeps its annotations bounded", func() {

@@ -135,7 +135,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if claimed != "" {
 			reason, msg := ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
 			if claimed == claimCollision {
-				reason, msg = ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host of %s; %s is not monitored", name, h.Name, owner, h.Name)
+				reason, msg = ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
 			}
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Discover", "%s", msg)
 			continue
@@ -244,6 +244,10 @@ func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Obje
 	}
 	owner := ep.Labels[r.Inspector.Label()]
 	if owner == "" {
+		if claim == claimCollision && !hasSourceLabel(ep) {
+			// Written by hand for another host: never overwritten.
+			return "the hand-written Endpoint " + ep.Name + " (host " + ep.Spec.RemoteAddress + ")", claim, nil
+		}
 		return "", "", nil // unowned, or owned by a lower-priority kind for the same host (taken over)
 	}
 	if owner == obj.GetName() {
@@ -260,6 +264,16 @@ func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Obje
 		return r.Inspector.Kind() + " " + owner, claim, nil
 	}
 	return "", "", nil
+}
+
+// hasSourceLabel: a source's discovery made the Endpoint.
+func hasSourceLabel(ep *v1.Endpoint) bool {
+	for _, k := range sourceLabels {
+		if ep.Labels[k] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // exists reports whether a live source of that kind and name exists.
