@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -526,11 +527,24 @@ func derefOr(s *string, d string) string {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secretCache source.SyncingSource, maxConcurrent int) error {
 	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
 	healthEvents := make(chan event.GenericEvent, 1)
-	go func() {
-		for range r.Health.Changed() {
-			healthEvents <- event.GenericEvent{Object: &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}}
+	// The health reporter's changes wake the singleton; a runnable, so the
+	// forwarder ends with the manager instead of outliving it.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-r.Health.Changed():
+				select {
+				case healthEvents <- event.GenericEvent{Object: &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
 		}
-	}()
+	})); err != nil {
+		return err
+	}
 	opts := controller.Options(maxConcurrent)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatorconfig").
