@@ -51,6 +51,18 @@ func gone(obj client.Object) {
 	}, timeout, poll).Should(BeTrue(), "%s is still there", obj.GetName())
 }
 
+// breakSync injects a fault, changes the Endpoint's path and waits for the
+// condition reason and its Warning event.
+func breakSync(ns string, ep *v1.Endpoint, fault emulator.FaultRule, reason string) {
+	GinkgoHelper()
+	Expect(api.SetFaults(fault)).To(Succeed())
+	DeferCleanup(func() { _ = api.SetFaults() })
+	ep.Spec.Path = "/changed-under-" + reason
+	Expect(k8s.Update(ctx, ep)).To(Succeed())
+	Eventually(func() string { return readyReason(ns, ep.Name) }, timeout, poll).Should(Equal(reason))
+	Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, reason) }, timeout, poll).Should(BeTrue())
+}
+
 var _ = Describe("Sync under faults", func() {
 	It("fires a Warning event when a synced Endpoint turns to an API error", func() {
 		ns := freshNamespace()
@@ -59,24 +71,14 @@ var _ = Describe("Sync under faults", func() {
 		// Leave a settled world (an object in Error would be retried by the next
 		// restart or configuration change: a write the restart spec would count).
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, ep)).To(Succeed()); gone(ep) })
-		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 400})).To(Succeed())
-		DeferCleanup(func() { _ = api.SetFaults() })
-		ep.Spec.Path = "/changed"
-		Expect(k8s.Update(ctx, ep)).To(Succeed())
-		Eventually(func() string { return readyReason(ns, ep.Name) }, timeout, poll).Should(Equal(v1.ReasonAPIError))
-		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, v1.ReasonAPIError) }, timeout, poll).Should(BeTrue())
+		breakSync(ns, ep, emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 400}, v1.ReasonAPIError)
 	})
 
 	It("fires a Warning event when an outage begins for an Endpoint and a Normal one when it syncs again, not one per retry", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, endpoint(ns, "outage.example.com"))).To(Succeed())
 		ep := synced(ns, "outage-example-com")
-		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 503})).To(Succeed())
-		DeferCleanup(func() { _ = api.SetFaults() })
-		ep.Spec.Path = "/during-the-outage"
-		Expect(k8s.Update(ctx, ep)).To(Succeed())
-		Eventually(func() string { return readyReason(ns, ep.Name) }, timeout, poll).Should(Equal(v1.ReasonAPIUnavailable))
-		Eventually(func() bool { return eventAbout(ns, ep.Name, corev1.EventTypeWarning, v1.ReasonAPIUnavailable) }, timeout, poll).Should(BeTrue())
+		breakSync(ns, ep, emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "PUT", Status: 503}, v1.ReasonAPIUnavailable)
 		Expect(eventAbout(ns, ep.Name, corev1.EventTypeNormal, v1.ReasonSynced)).To(BeFalse(), "a first sync is no recovery")
 		Expect(api.SetFaults()).To(Succeed())
 		synced(ns, ep.Name) // after the backoff (5 s, 10 s …)

@@ -205,6 +205,14 @@ func (l *loop) create(ns, host string) *v1.Endpoint {
 	return ep
 }
 
+// delete deletes a CR (its finalizer keeps it until the loop releases it).
+func (l *loop) delete(ep *v1.Endpoint) {
+	l.t.Helper()
+	if err := l.c.Delete(context.Background(), ep); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
 func (l *loop) reconcile(ep *v1.Endpoint) (reconcile.Result, error, *v1.Endpoint) {
 	l.t.Helper()
 	res, err := l.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ep)})
@@ -375,9 +383,7 @@ func TestLoopRefusesAnObjectAnotherCRHolds(t *testing.T) {
 		t.Fatalf("collision: %v %s %+v", err, reason, l.api.objects)
 	}
 	// Deleting the second never deletes the first's object.
-	if err := l.c.Delete(context.Background(), got); err != nil {
-		t.Fatal(err)
-	}
+	l.delete(got)
 	if _, err, gone := l.reconcile(got); err != nil || gone != nil || len(l.api.objects) != 1 || l.api.calls["delete"] != 0 {
 		t.Fatalf("delete: %v %v %v", err, gone, l.api.calls)
 	}
@@ -387,9 +393,7 @@ func TestLoopDeletesByIDAndByNaturalKey(t *testing.T) {
 	l := newLoop(t)
 	ep := l.create("ns", "a.example.com")
 	_, _, got := l.reconcile(ep)
-	if err := l.c.Delete(context.Background(), got); err != nil {
-		t.Fatal(err)
-	}
+	l.delete(got)
 	if _, err, gone := l.reconcile(ep); err != nil || gone != nil || len(l.api.objects) != 0 {
 		t.Fatalf("delete by id: %v %v %v", err, gone, l.api.objects)
 	}
@@ -397,9 +401,7 @@ func TestLoopDeletesByIDAndByNaturalKey(t *testing.T) {
 	// A create the API committed whose id never reached the status.
 	l.api.objects["orphan"] = fakePayload{Key: "ns/b.example.com", Path: "/"}
 	crashed := l.create("ns", "b.example.com")
-	if err := l.c.Delete(context.Background(), crashed); err != nil {
-		t.Fatal(err)
-	}
+	l.delete(crashed)
 	if _, err, gone := l.reconcile(crashed); err != nil || gone != nil || len(l.api.objects) != 0 {
 		t.Fatalf("delete by natural key: %v %v %v", err, gone, l.api.objects)
 	}
@@ -407,9 +409,7 @@ func TestLoopDeletesByIDAndByNaturalKey(t *testing.T) {
 	// Not connected while API sync is on: the deletion waits (it cannot look up).
 	l.api.objects["orphan2"] = fakePayload{Key: "ns/c.example.com", Path: "/"}
 	waiting := l.create("ns", "c.example.com")
-	if err := l.c.Delete(context.Background(), waiting); err != nil {
-		t.Fatal(err)
-	}
+	l.delete(waiting)
 	l.conn.Disconnect()
 	res, err, still := l.reconcile(waiting)
 	if _, reason := ready(still); err != nil || still == nil || reason != v1.ReasonDeleting || res.RequeueAfter == 0 {
@@ -432,9 +432,7 @@ func TestLoopTransientDeleteFailureBacksOff(t *testing.T) {
 	l := newLoop(t)
 	ep := l.create("ns", "a.example.com")
 	_, _, got := l.reconcile(ep)
-	if err := l.c.Delete(context.Background(), got); err != nil {
-		t.Fatal(err)
-	}
+	l.delete(got)
 	fa := &failingDelete{fakeAPI: l.api, err: apiErr(http.StatusServiceUnavailable)}
 	l.r.Adapter = fa
 	if _, err, still := l.reconcile(ep); err == nil || still == nil {
