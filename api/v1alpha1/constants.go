@@ -136,3 +136,32 @@ const (
 	SyncStatusSynced  = "synced"
 	SyncStatusError   = "error"
 )
+
+// Condition types and reasons of single controllers.
+const (
+	// ConditionBlockLinked: a K8sApp's block link (meta-Secret discovery) resolved.
+	ConditionBlockLinked   = "BlockLinked"
+	ReasonBlockResolved    = "BlockResolved"
+	ReasonWorkspaceMissing = "WorkspaceNotFound"
+	ReasonBlockMissing     = "BlockNotFound"
+	// ConditionAPIReported says whether a K8sCluster is a record of the Polycrate
+	// API; ReasonOneClusterPerWorkspace: the API keeps one cluster per workspace,
+	// and that record is the local cluster's.
+	ConditionAPIReported         = "APIReported"
+	ReasonOneClusterPerWorkspace = "OneClusterPerWorkspace"
+
+	// Discovery's events on sources.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	ReasonHostClaimed       = "HostClaimedByAnotherSource"
+	ReasonTooManyHosts      = "TooManyHosts"
+	ReasonInvalidMetaSecret = "InvalidMetaSecret"
+	ReasonAppConflict       = "K8sAppNameConflict"
+	ReasonDiscovered        = "Discovered"
+
+	// S3Bucket provisioning's events.
+	ReasonSecretWritten = "SecretWritten"
+	ReasonBucketCreated = "BucketCreated"
+	ReasonBucketDeleted = "BucketDeleted"
+	ReasonBucketKept    = "BucketRetained"
+	ReasonSecretForeign = "SecretNotOwned"
+)

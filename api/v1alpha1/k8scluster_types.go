@@ -40,7 +40,21 @@ type SecretReference struct {
 
 // K8sClusterStatus is the observed state of an external cluster.
 type K8sClusterStatus struct {
-	SyncStatus `json:",inline"`
+	// Phase is Pending, Ready or Error.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Message explains the phase, especially an error.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the generation the status describes; set only when
+	// the cluster was reached.
+	// +optional
+	ObservedGeneration int64 `json:"observed_generation,omitempty"`
+	// Conditions: Ready (reachable) and APIReported.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ServerVersion is the Kubernetes version the cluster's API server reported.
 	// +optional
 	ServerVersion string `json:"server_version,omitempty"`

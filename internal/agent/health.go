@@ -1,3 +1,6 @@
+// Package agent is the operator as an agent of the Polycrate API: its stable
+// identity, and the health report that registers it, keeps it alive and
+// resolves its workspace (over the connection of internal/polycrate).
 package agent
 
 import (
@@ -100,7 +103,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // Reporter sends the health report on an interval. It needs leader election: only
 // the active replica reports.
 type Reporter struct {
-	Conn     *Connection
+	Conn     *polycrate.Connection
 	Config   *opconfig.Store
 	State    *State
 	Metrics  *Metrics

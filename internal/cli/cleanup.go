@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/crds"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -86,11 +88,18 @@ func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOp
 		}
 	}
 	var api *polycrate.Client
+	var snap *opconfig.Snapshot
 	if o.RetireAPI && !o.DryRun {
 		var err error
-		if api, err = apiClientFromCluster(ctx, c, o.Namespace); err != nil {
+		if api, snap, err = apiClientFromCluster(ctx, c, o.Namespace); err != nil {
 			return fmt.Errorf("--retire-api: %w", err)
 		}
+	}
+	// The synced kinds retire their API objects exactly as their finalizers would
+	// (apisync's registry); S3 buckets, clusters and the configuration keep theirs.
+	synced := map[string]apisync.Registered{}
+	for _, k := range apisync.Kinds(apisync.Deps{}) {
+		synced[k.CRKind()] = k
 	}
 	total := 0
 	for _, src := range finalizedSources {
@@ -107,8 +116,8 @@ func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOp
 	for _, crd := range all {
 		gvk := v1.GroupVersion.WithKind(crd.Kind())
 		var retire func(*unstructured.Unstructured) error
-		if api != nil {
-			retire = retirer(ctx, api, crd.Kind())
+		if k, ok := synced[crd.Kind()]; ok && api != nil {
+			retire = func(o *unstructured.Unstructured) error { return k.Retire(ctx, api, snap, o) }
 		}
 		n, err := stripFinalizers(ctx, c, out, gvk, ownFinalizer, retire, o.DryRun)
 		if err != nil {
@@ -195,45 +204,17 @@ func stripFinalizers(ctx context.Context, c client.Client, out io.Writer, gvk sc
 	return n, nil
 }
 
-// retirer deletes (or, for K8s apps, retires) the API object of one of the
-// operator's resources, as its finalizer would; 404 counts as done.
-func retirer(ctx context.Context, api *polycrate.Client, kind string) func(*unstructured.Unstructured) error {
-	return func(o *unstructured.Unstructured) error {
-		id, _, _ := unstructured.NestedString(o.Object, "status", "api_id")
-		if id == "" {
-			id, _, _ = unstructured.NestedString(o.Object, "status", "apiID")
-		}
-		if id == "" {
-			return nil
-		}
-		var err error
-		switch kind {
-		case "Endpoint":
-			err = api.Endpoints().Delete(ctx, id)
-		case "K8sApp":
-			_, err = api.K8sApps().Patch(ctx, id, map[string]any{"active": false, "installed": false, "uninstalled": true})
-		case "Host":
-			err = api.Hosts().Delete(ctx, id)
-		case "K8sVolume":
-			err = api.K8sVolumes().Delete(ctx, id)
-		case "Backup":
-			err = api.Backups().Delete(ctx, id)
-		case "BackupSchedule":
-			err = api.BackupSchedules().Delete(ctx, id)
-		case "Certificate":
-			err = api.Certificates().Delete(ctx, id)
-		default:
-			return nil // S3 buckets, clusters and the configuration keep their API objects
-		}
-		return polycrate.IgnoreNotFound(err)
-	}
-}
-
-// apiClientFromCluster builds an API client from the OperatorConfig and its token Secret.
-func apiClientFromCluster(ctx context.Context, c client.Client, namespace string) (*polycrate.Client, error) {
+// apiClientFromCluster builds an API client from the OperatorConfig and its token
+// Secret, and the configuration snapshot (the local cluster) that natural-key
+// lookups of CRs without an API id need.
+func apiClientFromCluster(ctx context.Context, c client.Client, namespace string) (*polycrate.Client, *opconfig.Snapshot, error) {
 	oc := &v1.OperatorConfig{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: v1.DefaultOperatorConfigName}, oc); err != nil {
-		return nil, fmt.Errorf("reading OperatorConfig %s/%s: %w", namespace, v1.DefaultOperatorConfigName, err)
+		return nil, nil, fmt.Errorf("reading OperatorConfig %s/%s: %w", namespace, v1.DefaultOperatorConfigName, err)
+	}
+	snap := &opconfig.Snapshot{Namespace: namespace, Generation: oc.Generation, Spec: oc.Spec}
+	if lc := oc.Status.LocalCluster; lc != nil {
+		snap.LocalClusterID = lc.ClusterID
 	}
 	ref := oc.Spec.APISync.CredentialsRef
 	name, key := ref.SecretName, ref.TokenKey
@@ -245,15 +226,16 @@ func apiClientFromCluster(ctx context.Context, c client.Client, namespace string
 	}
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
-		return nil, fmt.Errorf("reading the token Secret %s/%s: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("reading the token Secret %s/%s: %w", namespace, name, err)
 	}
 	token := strings.TrimSpace(string(s.Data[key]))
 	if token == "" {
-		return nil, errors.New("the token Secret " + namespace + "/" + name + " has no key " + key)
+		return nil, nil, errors.New("the token Secret " + namespace + "/" + name + " has no key " + key)
 	}
 	url := oc.Spec.APISync.APIURL
 	if url == "" {
 		url = "https://api.polycrate.io"
 	}
-	return polycrate.New(polycrate.Options{BaseURL: url, Token: polycrate.StaticToken(token)})
+	api, err := polycrate.New(polycrate.Options{BaseURL: url, Token: polycrate.StaticToken(token)})
+	return api, snap, err
 }

@@ -7,17 +7,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/inventory"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
-// setupInventory wires the inventory mirrors (discovery) and their API syncs.
+// setupInventory wires the inventory mirrors (discovery; their API syncs are registered kinds).
 func setupInventory(mgr ctrl.Manager, op *Operator, o Options) error {
 	op.Inventory = map[string]interface {
 		All(context.Context, client.Client)
 	}{}
-	op.InventorySync = map[string]interface{ Repair(context.Context) }{}
 	log := mgr.GetLogger().WithName("inventory")
 	var nodes func(*opconfig.Snapshot) int32 // node_discovery has no interval of its own: every 10 minutes
 	backups := func(s *opconfig.Snapshot) int32 { return s.Spec.BackupDiscovery.StaleCleanupMinutes }
@@ -46,19 +44,7 @@ func setupInventory(mgr ctrl.Manager, op *Operator, o Options) error {
 		return err
 	}
 
-	if err := syncKind(mgr, op, o, apisync.HostAdapter()); err != nil {
-		return err
-	}
-	if err := syncKind(mgr, op, o, apisync.K8sVolumeAdapter()); err != nil {
-		return err
-	}
-	if err := syncKind(mgr, op, o, apisync.BackupAdapter()); err != nil {
-		return err
-	}
-	if err := syncKind(mgr, op, o, apisync.BackupScheduleAdapter()); err != nil {
-		return err
-	}
-	return syncKind(mgr, op, o, apisync.CertificateAdapter())
+	return nil
 }
 
 func mirror[S client.Object](mgr ctrl.Manager, op *Operator, o Options, m inventory.Mirror[S], crd string, stale func(*opconfig.Snapshot) int32) error {
@@ -71,15 +57,5 @@ func mirror[S client.Object](mgr ctrl.Manager, op *Operator, o Options, m invent
 		return fmt.Errorf("setting up %s discovery: %w", m.Name(), err)
 	}
 	op.Inventory[m.Name()] = r
-	return nil
-}
-
-func syncKind[O client.Object](mgr ctrl.Manager, op *Operator, o Options, a apisync.Adapter[O]) error {
-	r := &apisync.Reconciler[O]{Client: mgr.GetClient(), Adapter: a, Config: op.Config, Conn: op.Conn,
-		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
-	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
-		return fmt.Errorf("setting up the %s sync: %w", a.Name(), err)
-	}
-	op.InventorySync[a.Name()] = r
 	return nil
 }

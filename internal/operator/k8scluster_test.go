@@ -85,9 +85,9 @@ func expectPhase(namespace, name, phase, reason string) *v1.K8sCluster {
 		c := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionReady)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(reason), c.Message)
-		api := meta.FindStatusCondition(kc.Status.Conditions, k8scluster.ConditionAPIReported)
+		api := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionAPIReported)
 		g.Expect(api).NotTo(BeNil())
-		g.Expect(api.Reason).To(Equal(k8scluster.ReasonOneClusterPerWorkspace))
+		g.Expect(api.Reason).To(Equal(v1.ReasonOneClusterPerWorkspace))
 	}, apiTimeout, pollInterval).Should(Succeed())
 	return kc
 }

@@ -58,12 +58,12 @@ type Options struct {
 // Operator is what Setup built; tests and later controllers use its parts.
 type Operator struct {
 	Config   *opconfig.Store
-	Conn     *agent.Connection
+	Conn     *polycrate.Connection
 	Health   *agent.State
 	Reporter *agent.Reporter
 	Errors   *agent.ErrorReporter
-	// EndpointSync syncs Endpoint CRs to the API.
-	EndpointSync *apisync.Reconciler[*v1.Endpoint]
+	// Syncs are the API syncs of the registered kinds (apisync.Kinds), by CR kind.
+	Syncs map[string]apisync.Syncer
 	// Sweep deletes discovered Endpoints whose source is gone.
 	Sweep *discovery.Sweep
 	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
@@ -76,14 +76,11 @@ type Operator struct {
 	Inventory map[string]interface {
 		All(context.Context, client.Client)
 	}
-	// InventorySync syncs the inventory kinds, by kind.
-	InventorySync map[string]interface{ Repair(context.Context) }
-	// Apps discovers K8sApps; AppSync syncs them to the API.
+	// Apps discovers K8sApps.
 	Apps *k8sapp.Discovery
 	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
 	Pods    *k8sapp.PodStore
 	Secrets *slimcache.Store[slimcache.Meta]
-	AppSync *apisync.Reconciler[*v1.K8sApp]
 }
 
 // Setup adds everything to the manager.
@@ -105,7 +102,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	// Any answer of the API while the health report is failing asks for an early
 	// report: APIConnected follows a recovery within seconds, not after the
 	// report's backoff.
-	op.Conn = agent.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics,
+	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics,
 		OnAnswer: func(resource string, serving bool) {
 			if serving && resource != polycrate.ResourceHealth && op.Reporter != nil {
 				op.Reporter.ReportSoon()
@@ -157,15 +154,6 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := kc.SetupWithManager(mgr, source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient())), o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
 	}
-	// Endpoint CRs → /api/v1/endpoints/.
-	endpoints := &apisync.Reconciler[*v1.Endpoint]{Client: mgr.GetClient(), Adapter: apisync.EndpointAdapter{Reader: mgr.GetClient()}, Config: op.Config,
-		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval,
-		Related: []apisync.Related{apisync.EndpointsClaiming(mgr.GetClient())}}
-	if err := endpoints.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up the Endpoint sync: %w", err)
-	}
-	op.EndpointSync = endpoints
-
 	// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
 	ingress, route := discovery.IngressInspector{}, discovery.HTTPRouteInspector{}
 	newSource := func(in discovery.Inspector, others ...discovery.Inspector) *discovery.SourceReconciler {
@@ -215,10 +203,14 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up K8sApp discovery: %w", err)
 	}
 	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
-	op.AppSync = &apisync.Reconciler[*v1.K8sApp]{Client: mgr.GetClient(), Adapter: apisync.K8sAppAdapter{PodDetails: apps.PodDetails}, Config: op.Config,
-		Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval}
-	if err := op.AppSync.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up the K8sApp sync: %w", err)
+	// Every registered kind's CRs → the API.
+	op.Syncs = map[string]apisync.Syncer{}
+	syncOpts := apisync.Options{Config: op.Config, Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
+		Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval, MaxConcurrent: o.MaxConcurrentReconciles}
+	for _, k := range apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: apps.PodDetails}) {
+		if op.Syncs[k.CRKind()], err = k.Setup(mgr, syncOpts); err != nil {
+			return nil, err
+		}
 	}
 
 	// The inventory: Nodes, PVs, Velero/CNPG backups and schedules, cert-manager
@@ -238,7 +230,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 
 	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
-	if err := mgr.Add(op.Sweep); err != nil {
+	if err := op.Sweep.Setup(mgr); err != nil {
 		return nil, err
 	}
 

@@ -1,4 +1,4 @@
-package apisync_test
+package apisync
 
 import (
 	"testing"
@@ -7,8 +7,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
 // BenchmarkEndpointPayloadHash is the per-object cost of change detection: map the
@@ -20,15 +20,15 @@ func BenchmarkEndpointPayloadHash(b *testing.B) {
 			Timeout: 10, Interval: 60, ExpectedStatusCodes: []int32{200, 204}, ExpectedBody: "ok"},
 	}
 	snap := &opconfig.Snapshot{LocalClusterID: "0b9d1c1e-1111-4222-8333-444455556666"}
-	a := apisync.EndpointAdapter{}
+	a := endpointAdapter(nil)
 	first := ""
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := a.Payload(ep, snap)
+		p, err := a.Payload(ep, snap, polycrate.EndpointRequest{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		h := apisync.Hash(p)
+		h := Hash(p)
 		if first == "" {
 			first = h
 		} else if h != first {

@@ -2,11 +2,11 @@ package apisync
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -28,33 +28,54 @@ const (
 
 // +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps,verbs=get;list;watch
 
-// EndpointAdapter syncs Endpoint CRs to /api/v1/endpoints/.
-type EndpointAdapter struct {
-	// Reader reads the claimed K8sApp (its API id becomes the endpoint's k8s_app).
-	Reader client.Reader
+// endpoints is the Endpoint adapter: /api/v1/endpoints/, found by name (one
+// request); the claimed K8sApp's API id is looked up from its CR.
+type endpoints struct {
+	resource[*v1.Endpoint, polycrate.Endpoint, polycrate.EndpointRow, polycrate.EndpointRequest]
+	reader client.Reader
 }
 
-// Name is the kind.
-func (EndpointAdapter) Name() string { return "endpoint" }
-
-// New returns an empty Endpoint.
-func (EndpointAdapter) New() *v1.Endpoint { return &v1.Endpoint{} }
-
-// List lists every Endpoint.
-func (EndpointAdapter) List(ctx context.Context, c client.Client) ([]*v1.Endpoint, error) {
-	list := &v1.EndpointList{}
-	err := c.List(ctx, list)
-	return ptrs(list.Items), err
+func endpointAdapter(reader client.Reader) endpoints {
+	return endpoints{reader: reader, resource: resource[*v1.Endpoint, polycrate.Endpoint, polycrate.EndpointRow, polycrate.EndpointRequest]{
+		api: (*polycrate.Client).Endpoints, clusterFilter: true,
+		meta:  func(d *polycrate.Endpoint) *polycrate.Meta { return &d.Meta },
+		rowID: func(r *polycrate.EndpointRow) string { return r.ID },
+		find: func(ctx context.Context, c *polycrate.Client, req polycrate.EndpointRequest) (string, error) {
+			row, err := c.FindEndpoint(ctx, req.Name)
+			if err != nil || row == nil {
+				return "", err
+			}
+			return row.ID, nil
+		},
+	}}
 }
 
-// Finalizer deletes the API endpoint.
-func (EndpointAdapter) Finalizer() string { return v1.FinalizerEndpointCleanup }
+// Lookup reads the claimed K8sApp: once it is synced (status.api_id) the
+// endpoint links to it in the API; until then the endpoint is synced unclaimed
+// and synced again when the app is (endpointsClaiming).
+func (a endpoints) Lookup(ctx context.Context, ep *v1.Endpoint) (polycrate.EndpointRequest, error) {
+	var req polycrate.EndpointRequest
+	if ep.Spec.K8sAppName == "" || a.reader == nil {
+		return req, nil
+	}
+	app := &v1.K8sApp{}
+	err := a.reader.Get(ctx, client.ObjectKey{Namespace: ep.Namespace, Name: ep.Spec.K8sAppName}, app)
+	if err != nil {
+		return req, client.IgnoreNotFound(err)
+	}
+	if app.Status.APIID != "" {
+		id := app.Status.APIID
+		req.K8sApp = &id
+	}
+	return req, nil
+}
 
-// Payload maps the CR to EndpointRequest (docs/annotations.md "How the check reaches the API").
-func (a EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any, error) {
+// Payload maps the CR to EndpointRequest (docs/annotations.md "How the check
+// reaches the API"); the local cluster is linked when known.
+func (a endpoints) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot, looked polycrate.EndpointRequest) (polycrate.EndpointRequest, error) {
 	s := ep.Spec
 	if s.RemoteAddress == "" {
-		return nil, fmt.Errorf("%w: spec.remoteAddress is empty", ErrPermanent)
+		return looked, errors.New("spec.remoteAddress is empty")
 	}
 	host := strings.ToLower(strings.TrimSuffix(s.RemoteAddress, "."))
 	display := s.DisplayName
@@ -91,15 +112,7 @@ func (a EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any,
 	}
 	if s.K8sAppName != "" {
 		req.Annotations[APIAnnotationK8sApp] = s.K8sAppName
-		// The link in the API once the claimed app is synced (K8sApp status.api_id);
-		// until then the endpoint is synced unclaimed and re-synced when the app is.
-		if a.Reader != nil {
-			app := &v1.K8sApp{}
-			if err := a.Reader.Get(context.Background(), client.ObjectKey{Namespace: ep.Namespace, Name: s.K8sAppName}, app); err == nil && app.Status.APIID != "" {
-				id := app.Status.APIID
-				req.K8sApp = &id
-			}
-		}
+		req.K8sApp = looked.K8sApp
 	}
 	if snap != nil && snap.LocalClusterID != "" {
 		id := snap.LocalClusterID
@@ -108,83 +121,9 @@ func (a EndpointAdapter) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot) (any,
 	return req, nil
 }
 
-// Find looks the endpoint up by its name (one request).
-func (EndpointAdapter) Find(ctx context.Context, c *polycrate.Client, _ *v1.Endpoint, payload any) (string, error) {
-	row, err := c.FindEndpoint(ctx, payload.(polycrate.EndpointRequest).Name)
-	if err != nil || row == nil {
-		return "", err
-	}
-	return row.ID, nil
-}
-
-// Create creates the endpoint.
-func (EndpointAdapter) Create(ctx context.Context, c *polycrate.Client, payload any) (string, error) {
-	ep, err := c.Endpoints().Create(ctx, payload.(polycrate.EndpointRequest))
-	if err != nil {
-		return "", err
-	}
-	return ep.ID, nil
-}
-
-// Update replaces the endpoint's writable fields.
-func (EndpointAdapter) Update(ctx context.Context, c *polycrate.Client, id string, payload any) error {
-	_, err := c.Endpoints().Update(ctx, id, payload.(polycrate.EndpointRequest))
-	return err
-}
-
-// Exists reads the endpoint.
-func (EndpointAdapter) Exists(ctx context.Context, c *polycrate.Client, id string) (bool, error) {
-	_, err := c.Endpoints().Get(ctx, id)
-	if polycrate.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// Delete deletes the endpoint.
-func (EndpointAdapter) Delete(ctx context.Context, c *polycrate.Client, id string) error {
-	return c.Endpoints().Delete(ctx, id)
-}
-
-// LiveIDs lists the workspace's endpoints (of the local cluster, when known).
-func (EndpointAdapter) LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error) {
-	q := polycrate.Query()
-	if snap.LocalClusterID != "" {
-		q.Set("k8s_cluster", snap.LocalClusterID)
-	}
-	rows, err := c.Endpoints().List(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	ids := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		ids[r.ID] = true
-	}
-	return ids, nil
-}
-
-// GetState reads the Endpoint's camelCase status.
-func (EndpointAdapter) GetState(ep *v1.Endpoint) State {
-	return State{Phase: ep.Status.Phase, APIID: ep.Status.APIID, ConfigHash: ep.Status.ConfigHash,
-		LastSyncedAt: ep.Status.LastSyncedAt, Message: ep.Status.Message, Generation: ep.Status.ObservedGeneration}
-}
-
-// SetState writes it back.
-func (EndpointAdapter) SetState(ep *v1.Endpoint, s State) {
-	ep.Status.Phase, ep.Status.APIID, ep.Status.ConfigHash = s.Phase, s.APIID, s.ConfigHash
-	ep.Status.LastSyncedAt, ep.Status.Message, ep.Status.ObservedGeneration = s.LastSyncedAt, s.Message, s.Generation
-	ep.Status.K8sAppName = ep.Spec.K8sAppName
-}
-
-// Conditions are the Endpoint's conditions.
-func (EndpointAdapter) Conditions(ep *v1.Endpoint) *[]metav1.Condition { return &ep.Status.Conditions }
-
-// PhaseName: the Endpoint spells phases in lower case ("synced"), as the seed's example.
-func (EndpointAdapter) PhaseName(phase string) string { return strings.ToLower(phase) }
-
-// EndpointsClaiming maps a K8sApp to the Endpoints of its namespace that claim it.
-func EndpointsClaiming(c client.Client) Related {
-	return Related{Object: &v1.K8sApp{}, Map: func(ctx context.Context, o client.Object) []reconcile.Request {
+// endpointsClaiming maps a K8sApp to the Endpoints of its namespace that claim it.
+var endpointsClaiming = Related{Object: &v1.K8sApp{}, Map: func(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		list := &v1.EndpointList{}
 		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
 			return nil
@@ -196,5 +135,5 @@ func EndpointsClaiming(c client.Client) Related {
 			}
 		}
 		return out
-	}}
-}
+	}
+}}

@@ -120,7 +120,7 @@ var _ = Describe("Endpoint sync", func() {
 		Expect(apiClient().Endpoints().Delete(ctx, old.Status.APIID)).To(Succeed())
 
 		reads := api.Counters()["endpoints"].ByMethod["GET"]
-		op.EndpointSync.Repair(ctx)
+		op.Syncs["Endpoint"].Repair(ctx)
 		Eventually(func() string {
 			ep := &v1.Endpoint{}
 			_ = k8s.Get(ctx, client.ObjectKeyFromObject(old), ep)

@@ -2,6 +2,7 @@ package apisync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,11 +16,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -48,50 +48,44 @@ func newFakeAPI() *fakeAPI {
 	return &fakeAPI{objects: map[string]fakePayload{}, calls: map[string]int{}}
 }
 
-func (f *fakeAPI) Name() string              { return "fake" }
-func (f *fakeAPI) New() *v1.Endpoint         { return &v1.Endpoint{} }
-func (f *fakeAPI) Finalizer() string         { return v1.FinalizerEndpointCleanup }
-func (f *fakeAPI) PhaseName(p string) string { return p }
-func (f *fakeAPI) List(ctx context.Context, c client.Client) ([]*v1.Endpoint, error) {
-	l := &v1.EndpointList{}
-	err := c.List(ctx, l)
-	return ptrs(l.Items), err
+func (f *fakeAPI) Lookup(context.Context, *v1.Endpoint) (fakePayload, error) {
+	return fakePayload{}, nil
 }
 
-func (f *fakeAPI) Payload(ep *v1.Endpoint, _ *opconfig.Snapshot) (any, error) {
+func (f *fakeAPI) Payload(ep *v1.Endpoint, _ *opconfig.Snapshot, _ fakePayload) (fakePayload, error) {
 	if f.payloadErr != nil {
-		return nil, f.payloadErr
+		return fakePayload{}, f.payloadErr
 	}
 	return fakePayload{Key: ep.Namespace + "/" + ep.Spec.RemoteAddress, Path: ep.Spec.Path}, nil
 }
 
-func (f *fakeAPI) Find(_ context.Context, _ *polycrate.Client, _ *v1.Endpoint, payload any) (string, error) {
+func (f *fakeAPI) Find(_ context.Context, _ *polycrate.Client, _ *v1.Endpoint, payload fakePayload) (string, error) {
 	f.calls["find"]++
 	for id, p := range f.objects {
-		if p.Key == payload.(fakePayload).Key {
+		if p.Key == payload.Key {
 			return id, nil
 		}
 	}
 	return "", nil
 }
 
-func (f *fakeAPI) Create(_ context.Context, _ *polycrate.Client, payload any) (string, error) {
+func (f *fakeAPI) Create(_ context.Context, _ *polycrate.Client, payload fakePayload) (string, error) {
 	f.calls["create"]++
 	if err := f.createErr; err != nil {
 		f.createErr = nil
 		if f.conflictCommits {
 			f.seq++
-			f.objects[fmt.Sprintf("id-%d", f.seq)] = payload.(fakePayload)
+			f.objects[fmt.Sprintf("id-%d", f.seq)] = payload
 		}
 		return "", err
 	}
 	f.seq++
 	id := fmt.Sprintf("id-%d", f.seq)
-	f.objects[id] = payload.(fakePayload)
+	f.objects[id] = payload
 	return id, nil
 }
 
-func (f *fakeAPI) Update(_ context.Context, _ *polycrate.Client, id string, payload any) error {
+func (f *fakeAPI) Update(_ context.Context, _ *polycrate.Client, id string, payload fakePayload) error {
 	f.calls["update"]++
 	if err := f.updateErr; err != nil {
 		f.updateErr = nil
@@ -100,7 +94,7 @@ func (f *fakeAPI) Update(_ context.Context, _ *polycrate.Client, id string, payl
 	if _, ok := f.objects[id]; !ok {
 		return apiErr(http.StatusNotFound)
 	}
-	f.objects[id] = payload.(fakePayload)
+	f.objects[id] = payload
 	return nil
 }
 
@@ -128,18 +122,6 @@ func (f *fakeAPI) LiveIDs(context.Context, *polycrate.Client, *opconfig.Snapshot
 	return out, nil
 }
 
-func (f *fakeAPI) GetState(ep *v1.Endpoint) State {
-	return State{Phase: ep.Status.Phase, APIID: ep.Status.APIID, ConfigHash: ep.Status.ConfigHash, LastSyncedAt: ep.Status.LastSyncedAt,
-		Message: ep.Status.Message, Generation: ep.Status.ObservedGeneration}
-}
-
-func (f *fakeAPI) SetState(ep *v1.Endpoint, s State) {
-	ep.Status.Phase, ep.Status.APIID, ep.Status.ConfigHash = s.Phase, s.APIID, s.ConfigHash
-	ep.Status.LastSyncedAt, ep.Status.Message, ep.Status.ObservedGeneration = s.LastSyncedAt, s.Message, s.Generation
-}
-
-func (f *fakeAPI) Conditions(ep *v1.Endpoint) *[]metav1.Condition { return &ep.Status.Conditions }
-
 func (f *fakeAPI) apiCalls() int {
 	n := 0
 	for k, v := range f.calls {
@@ -158,11 +140,11 @@ func apiErr(status int) error {
 // loop is one Reconciler on a fake client and a fake API.
 type loop struct {
 	t    *testing.T
-	r    *Reconciler[*v1.Endpoint]
+	r    *Reconciler[*v1.Endpoint, fakePayload]
 	api  *fakeAPI
 	c    client.Client
 	rec  *events.FakeRecorder
-	conn *agent.Connection
+	conn *polycrate.Connection
 }
 
 func newLoop(t *testing.T) *loop {
@@ -178,7 +160,7 @@ func newLoop(t *testing.T) *loop {
 			}
 			return nil
 		}).Build()
-	conn := agent.NewConnection(polycrate.Options{})
+	conn := polycrate.NewConnection(polycrate.Options{})
 	// A client the fake adapter never uses: "connected".
 	if _, err := conn.Configure("http://127.0.0.1:1", "", "t"); err != nil {
 		t.Fatal(err)
@@ -187,8 +169,10 @@ func newLoop(t *testing.T) *loop {
 	store.Set(&opconfig.Snapshot{Namespace: "polycrate"})
 	api := newFakeAPI()
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler[*v1.Endpoint]{Client: c, Adapter: api, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard(),
-		wake: make(chan event.GenericEvent, 100)}
+	r := &Reconciler[*v1.Endpoint, fakePayload]{Client: c, Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"},
+		Log: logr.Discard(), waker: controller.NewWaker(),
+		Kind: Kind[*v1.Endpoint, fakePayload]{Kind: "Endpoint", Finalizer: v1.FinalizerEndpointCleanup, Adapter: api,
+			New: func() *v1.Endpoint { return &v1.Endpoint{} }, NewList: func() client.ObjectList { return &v1.EndpointList{} }}}
 	return &loop{t: t, r: r, api: api, c: c, rec: rec, conn: conn}
 }
 
@@ -255,7 +239,7 @@ func TestLoopCreatesThenSkipsByHashThenUpdates(t *testing.T) {
 	l := newLoop(t)
 	ep := l.create("ns", "a.example.com")
 	_, err, got := l.reconcile(ep)
-	if err != nil || got.Status.APIID == "" || got.Status.Phase != PhaseSynced || got.Status.ConfigHash == "" {
+	if err != nil || got.Status.APIID == "" || got.SyncState().Phase != v1.PhaseSynced || got.Status.ConfigHash == "" {
 		t.Fatalf("first pass: %v %+v", err, got.Status)
 	}
 	if l.api.calls["find"] != 1 || l.api.calls["create"] != 1 {
@@ -304,8 +288,8 @@ func TestLoopRepairsAnObjectDeletedInTheAPI(t *testing.T) {
 	_, _, got := l.reconcile(ep)
 	delete(l.api.objects, got.Status.APIID)
 	l.r.Repair(context.Background())
-	if len(l.r.wake) != 1 {
-		t.Fatalf("the repair pass woke %d objects", len(l.r.wake))
+	if l.r.waker.Queued() != 1 {
+		t.Fatalf("the repair pass woke %d objects", l.r.waker.Queued())
 	}
 	_, err, again := l.reconcile(ep)
 	if err != nil || again.Status.APIID == got.Status.APIID || again.Status.APIID == "" || len(l.api.objects) != 1 {
@@ -327,23 +311,23 @@ func TestLoopWaitsAndFailsByNature(t *testing.T) {
 		apiCalls    bool
 		warningSeen bool
 	}{
-		{"no local cluster", func(l *loop) { l.api.payloadErr = fmt.Errorf("x: %w", opconfig.ErrNoLocalCluster) }, v1.ReasonWaitingForLocalCluster, PhasePending, false, true, false, false},
-		{"not connected", func(l *loop) { l.conn.Disconnect() }, v1.ReasonAPIUnavailable, PhasePending, false, true, false, false},
-		{"invalid payload", func(l *loop) { l.api.payloadErr = fmt.Errorf("%w: bad", ErrPermanent) }, v1.ReasonInvalidSpec, PhaseError, false, false, false, true},
-		{"API refuses (400)", func(l *loop) { l.api.createErr = apiErr(http.StatusBadRequest) }, v1.ReasonAPIError, PhaseError, false, false, true, true},
-		{"API down (503)", func(l *loop) { l.api.createErr = apiErr(http.StatusServiceUnavailable) }, v1.ReasonAPIUnavailable, PhaseError, true, false, true, true},
-		{"token refused (401)", func(l *loop) { l.api.createErr = apiErr(http.StatusUnauthorized) }, v1.ReasonUnauthorized, PhaseError, false, true, true, true},
+		{"no local cluster", func(l *loop) { l.api.payloadErr = fmt.Errorf("x: %w", opconfig.ErrNoLocalCluster) }, v1.ReasonWaitingForLocalCluster, v1.PhasePending, false, true, false, false},
+		{"not connected", func(l *loop) { l.conn.Disconnect() }, v1.ReasonAPIUnavailable, v1.PhasePending, false, true, false, false},
+		{"invalid payload", func(l *loop) { l.api.payloadErr = errors.New("bad") }, v1.ReasonInvalidSpec, v1.PhaseError, false, false, false, true},
+		{"API refuses (400)", func(l *loop) { l.api.createErr = apiErr(http.StatusBadRequest) }, v1.ReasonAPIError, v1.PhaseError, false, false, true, true},
+		{"API down (503)", func(l *loop) { l.api.createErr = apiErr(http.StatusServiceUnavailable) }, v1.ReasonAPIUnavailable, v1.PhaseError, true, false, true, true},
+		{"token refused (401)", func(l *loop) { l.api.createErr = apiErr(http.StatusUnauthorized) }, v1.ReasonUnauthorized, v1.PhaseError, false, true, true, true},
 		{"API redirects", func(l *loop) {
 			l.api.createErr = &polycrate.RedirectError{Method: "POST", Path: "/api/v1/fake/", StatusCode: 301, Location: "https://elsewhere/"}
-		}, v1.ReasonAPIRedirect, PhaseError, false, false, true, true},
+		}, v1.ReasonAPIRedirect, v1.PhaseError, false, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLoop(t)
 			tc.setup(l)
 			res, err, got := l.reconcile(l.create("ns", "a.example.com"))
 			status, reason := ready(got)
-			if status != metav1.ConditionFalse || reason != tc.reason || got.Status.Phase != tc.phase {
-				t.Fatalf("Ready %s/%s, phase %s; want False/%s, %s", status, reason, got.Status.Phase, tc.reason, tc.phase)
+			if status != metav1.ConditionFalse || reason != tc.reason || got.SyncState().Phase != tc.phase {
+				t.Fatalf("Ready %s/%s, phase %s; want False/%s, %s", status, reason, got.SyncState().Phase, tc.reason, tc.phase)
 			}
 			if (err != nil) != tc.wantErr || (res.RequeueAfter > 0) != tc.requeue {
 				t.Fatalf("result %+v, err %v: want err %v, requeue %v", res, err, tc.wantErr, tc.requeue)
@@ -434,7 +418,7 @@ func TestLoopTransientDeleteFailureBacksOff(t *testing.T) {
 	_, _, got := l.reconcile(ep)
 	l.delete(got)
 	fa := &failingDelete{fakeAPI: l.api, err: apiErr(http.StatusServiceUnavailable)}
-	l.r.Adapter = fa
+	l.r.Kind.Adapter = fa
 	if _, err, still := l.reconcile(ep); err == nil || still == nil {
 		t.Fatalf("a transient delete failure must back off and keep the finalizer: %v %v", err, still)
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -67,14 +67,15 @@ func TestAStaleCacheNeitherAdoptsNorWrites(t *testing.T) {
 			return nil
 		}).Build()
 	c := &laggingClient{Client: base, lag: map[types.NamespacedName]client.Object{}}
-	conn := agent.NewConnection(polycrate.Options{})
+	conn := polycrate.NewConnection(polycrate.Options{})
 	if _, err := conn.Configure(ts.URL, "", emulator.DevAgentToken); err != nil {
 		t.Fatal(err)
 	}
 	store := &opconfig.Store{}
 	store.Set(&opconfig.Snapshot{Namespace: "polycrate"})
 	rec := events.NewFakeRecorder(10)
-	r := &Reconciler[*v1.Endpoint]{Client: c, Adapter: EndpointAdapter{Reader: c}, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard()}
+	r := &Reconciler[*v1.Endpoint, polycrate.EndpointRequest]{Client: c, Kind: Kinds(Deps{Reader: c})[0].(Kind[*v1.Endpoint, polycrate.EndpointRequest]),
+		Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"}, Log: logr.Discard()}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ep)}
 
 	stale := &v1.Endpoint{}

@@ -90,7 +90,7 @@ var _ = Describe("Endpoint discovery under hostile sources", func() {
 		ing := ingress(ns, "huge", "nginx", map[string]string{annotations.Monitor: "true"}, hosts...)
 		Expect(k8s.Create(ctx, ing)).To(Succeed())
 		Eventually(func() bool {
-			return warned(ns, discovery.ReasonTooManyHosts, fmt.Sprintf("names %d hosts; the first %d", len(hosts), discovery.MaxHostsPerSource))
+			return warned(ns, v1.ReasonTooManyHosts, fmt.Sprintf("names %d hosts; the first %d", len(hosts), discovery.MaxHostsPerSource))
 		}, timeout, poll).Should(BeTrue())
 		Eventually(func(g Gomega) {
 			got := &networkingv1.Ingress{}
@@ -124,7 +124,7 @@ var _ = Describe("Endpoint discovery under hostile sources", func() {
 			g.Expect(ep.Spec.Path).To(Equal("/"))
 			g.Expect(ep.Spec.ExpectedBody).To(BeEmpty())
 		}, timeout, poll).Should(Succeed())
-		Eventually(func() bool { return warned(ns, discovery.ReasonInvalidAnnotation, annotations.Path) }, timeout, poll).Should(BeTrue())
-		Eventually(func() bool { return warned(ns, discovery.ReasonInvalidAnnotation, annotations.ExpectedBody) }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool { return warned(ns, v1.ReasonInvalidAnnotation, annotations.Path) }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool { return warned(ns, v1.ReasonInvalidAnnotation, annotations.ExpectedBody) }, timeout, poll).Should(BeTrue())
 	})
 })

@@ -8,11 +8,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/cli"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
@@ -45,6 +47,15 @@ var _ = Describe("cleanup (uninstall)", func() {
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		Expect(os.WriteFile(kubeconfig, oe.Env.KubeConfig, 0o600)).To(Succeed())
 
+		// An Endpoint whose create the API committed but whose id never reached its
+		// status (a crash, a lost answer): cleanup finds it by its natural key, as
+		// the finalizer would.
+		orphan, err := oe.Client().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: names.EndpointAPI(ns, "orphan.example.com"),
+			RemoteAddress: "orphan.example.com", Kind: "http"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx, &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Finalizers: []string{v1.FinalizerEndpointCleanup}},
+			Spec: v1.EndpointSpec{RemoteAddress: "orphan.example.com"}})).To(Succeed())
+
 		out, err := runCLI("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("would remove finalizers from Ingress " + ns + "/leaving"))
@@ -59,6 +70,8 @@ var _ = Describe("cleanup (uninstall)", func() {
 		Expect(ep.Finalizers).To(BeEmpty())
 		_, err = oe.Client().Endpoints().Get(ctx, id)
 		Expect(polycrate.IsNotFound(err)).To(BeTrue(), "the API endpoint was not retired: %v", err)
+		_, err = oe.Client().Endpoints().Get(ctx, orphan.ID)
+		Expect(polycrate.IsNotFound(err)).To(BeTrue(), "the API endpoint of a CR without an id was not found by its natural key: %v", err)
 
 		Expect(k8s.Delete(ctx, ing)).To(Succeed())
 		Eventually(func() bool {

@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -161,26 +160,18 @@ func (s *HTTPRouteStarter) start(first bool) error {
 		if !s.Started() {
 			return nil, nil
 		}
-		l := &gatewayv1.HTTPRouteList{}
-		if err := mgr.GetClient().List(ctx, l); err != nil {
-			return nil, err
-		}
-		out := make([]client.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
+		return controller.ListObjects(ctx, mgr.GetClient(), &gatewayv1.HTTPRouteList{})
 	}
 	if first {
 		r.Active = s.Started
-		wake := make(chan event.GenericEvent, 1024)
-		if err := requeueOnConfigChange(mgr, r.Config, wake, list); err != nil {
+		waker := controller.NewWaker()
+		if err := waker.WakeOnConfigChange(mgr, r.Config, list); err != nil {
 			return err
 		}
 		c, err := ctrl.NewControllerManagedBy(mgr).
 			Named("discovery-httproute").
 			Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
-			WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+			WatchesRawSource(waker.Source()).
 			WithOptions(controller.Options(s.MaxConcurrent)).
 			Build(r)
 		if err != nil {

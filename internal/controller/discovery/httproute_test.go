@@ -96,7 +96,7 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 			g.Expect(ep.Labels).NotTo(HaveKey(v1.LabelEndpointSourceIngress))
 			g.Expect(ep.Spec.Path).To(Equal("/shop"))
 		}, timeout, poll).Should(Succeed())
-		Eventually(func() bool { return warned(ns, discovery.ReasonHostClaimed, "HTTPRoute acme-shop") }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool { return warned(ns, v1.ReasonHostClaimed, "HTTPRoute acme-shop") }, timeout, poll).Should(BeTrue())
 		Consistently(func() string {
 			return getEndpointOrEmpty(ns, "shop-acme-example").Labels[v1.LabelEndpointSourceHTTPRoute]
 		}, "2s", "200ms").Should(Equal("acme-shop"))

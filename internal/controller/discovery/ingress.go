@@ -11,11 +11,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
@@ -32,10 +30,7 @@ const (
 
 // Warning reasons of endpoint discovery.
 const (
-	ReasonInvalidAnnotation = "InvalidAnnotation"
-	ReasonHostClaimed       = "HostClaimedByAnotherSource"
-	ReasonTooManyHosts      = "TooManyHosts"
-	ReasonNameCollision     = v1.ReasonNameCollision
+	ReasonNameCollision = v1.ReasonNameCollision
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;patch;update
@@ -89,17 +84,9 @@ func SetupIngress(mgr manager.Manager, r *SourceReconciler, maxConcurrent int) e
 	if err := IndexEndpoints(context.Background(), mgr); err != nil {
 		return err
 	}
-	wake := make(chan event.GenericEvent, 1024)
-	if err := requeueOnConfigChange(mgr, r.Config, wake, func(ctx context.Context) ([]client.Object, error) {
-		list := &networkingv1.IngressList{}
-		if err := mgr.GetClient().List(ctx, list); err != nil {
-			return nil, err
-		}
-		out := make([]client.Object, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, nil
+	waker := controller.NewWaker()
+	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
+		return controller.ListObjects(ctx, mgr.GetClient(), &networkingv1.IngressList{})
 	}); err != nil {
 		return err
 	}
@@ -107,7 +94,7 @@ func SetupIngress(mgr manager.Manager, r *SourceReconciler, maxConcurrent int) e
 		Named("discovery-ingress").
 		For(&networkingv1.Ingress{}).
 		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceIngress)).
-		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(waker.Source()).
 		WithOptions(controller.Options(maxConcurrent)).
 		Complete(r)
 }
@@ -120,25 +107,4 @@ func endpointToSource(label string) handler.EventHandler {
 		}
 		return nil
 	})
-}
-
-// requeueOnConfigChange re-queues every source of a kind when the configuration changes.
-func requeueOnConfigChange(mgr manager.Manager, cfg *opconfig.Store, wake chan event.GenericEvent, list func(context.Context) ([]client.Object, error)) error {
-	changes := cfg.Subscribe()
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changes:
-				objs, err := list(ctx)
-				if err != nil {
-					continue
-				}
-				for _, o := range objs {
-					wake <- event.GenericEvent{Object: o}
-				}
-			}
-		}
-	}))
 }

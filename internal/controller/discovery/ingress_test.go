@@ -184,7 +184,7 @@ var _ = Describe("Ingress discovery", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, ingress(ns, "typo", "nginx", map[string]string{annotations.Monitor: "true", annotations.Timeout: "30s"}, "typo.example.com"))).To(Succeed())
 		Eventually(func() int32 { return getEndpointOrEmpty(ns, "typo-example-com").Spec.Timeout }, timeout, poll).Should(BeEquivalentTo(5))
-		Eventually(func() bool { return warned(ns, discovery.ReasonInvalidAnnotation, `polycrate_endpoint_timeout="30s"`) }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool { return warned(ns, v1.ReasonInvalidAnnotation, `polycrate_endpoint_timeout="30s"`) }, timeout, poll).Should(BeTrue())
 	})
 
 	It("gives a host to the oldest Ingress and warns the other", func() {
@@ -196,7 +196,7 @@ var _ = Describe("Ingress discovery", func() {
 		}, timeout, poll).Should(Equal("first"))
 		// Same second or not: "first" is older (creation time, then name).
 		Expect(k8s.Create(ctx, ingress(ns, "second", "nginx", map[string]string{annotations.Monitor: "true", annotations.Path: "/other"}, "shared.example.com"))).To(Succeed())
-		Eventually(func() bool { return warned(ns, discovery.ReasonHostClaimed, "Ingress first") }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool { return warned(ns, v1.ReasonHostClaimed, "Ingress first") }, timeout, poll).Should(BeTrue())
 		Expect(getEndpoint(ns, "shared-example-com").Labels[v1.LabelEndpointSourceIngress]).To(Equal("first"))
 		Expect(getEndpoint(ns, "shared-example-com").Spec.Path).To(Equal("/"))
 	})

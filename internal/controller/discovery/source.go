@@ -108,10 +108,10 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if len(problems) > 0 {
 		// One event for all of them: events of one object, reason and action are
 		// merged into a series that keeps only the first note.
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, "Discover", "%s", annotations.Summary(problems, eventNoteLimit))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonInvalidAnnotation, "Discover", "%s", annotations.Summary(problems, eventNoteLimit))
 	}
 	if len(hosts) > MaxHostsPerSource {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTooManyHosts, "Discover",
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonTooManyHosts, "Discover",
 			"this %s names %d hosts; the first %d (in the order of its spec) are monitored, the other %d are not (at most %d hosts per source: split it)",
 			in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource)
 		hosts = hosts[:MaxHostsPerSource]
@@ -133,7 +133,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, err
 		}
 		if claimed != "" {
-			reason, msg := ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
+			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
 			if claimed == claimCollision {
 				reason, msg = ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
 			}

@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 )
 
@@ -33,27 +35,20 @@ type Sweep struct {
 	Log    logr.Logger
 }
 
-// NeedLeaderElection: one replica sweeps.
-func (s *Sweep) NeedLeaderElection() bool { return true }
-
-// Start sweeps until ctx ends.
-func (s *Sweep) Start(ctx context.Context) error {
-	for {
-		wait := 10 * time.Minute
-		if snap := s.Config.Get(); snap != nil && snap.Spec.EndpointDiscovery.StaleCleanupMinutes > 0 {
-			wait = time.Duration(snap.Spec.EndpointDiscovery.StaleCleanupMinutes) * time.Minute
+// Setup runs the sweep on the leader every endpoint_discovery.stale_cleanup_minutes.
+func (s *Sweep) Setup(mgr manager.Manager) error {
+	return controller.Every(mgr, func() time.Duration {
+		if snap := s.Config.Get(); snap != nil {
+			return controller.MinutesOr(snap.Spec.EndpointDiscovery.StaleCleanupMinutes, controller.DefaultSweepInterval)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-			if n, err := s.Once(ctx); err != nil {
-				s.Log.Error(err, "stale sweep failed")
-			} else if n > 0 {
-				s.Log.Info("stale sweep deleted Endpoints whose source is gone", "count", n)
-			}
+		return controller.DefaultSweepInterval
+	}, func(ctx context.Context) {
+		if n, err := s.Once(ctx); err != nil {
+			s.Log.Error(err, "stale sweep failed")
+		} else if n > 0 {
+			s.Log.Info("stale sweep deleted Endpoints whose source is gone", "count", n)
 		}
-	}
+	})
 }
 
 // Once runs one sweep and returns how many Endpoints it deleted.

@@ -288,21 +288,14 @@ func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent
 		r.Gate.Register(crdgate.Kind{CRD: r.CRD, Version: r.Mirror.SourceGVK().Version, Objects: []client.Object{r.Mirror.NewSource()},
 			Start: func(bool) error { return watchSource() }})
 	}
-	configChanged := r.Config.Subscribe()
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			wait := 10 * time.Minute
-			if snap := r.Config.Get(); snap != nil && staleMinutes != nil && staleMinutes(snap) > 0 {
-				wait = time.Duration(staleMinutes(snap)) * time.Minute
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-configChanged:
-				r.All(ctx, mgr.GetClient())
-			case <-time.After(wait):
-				r.All(ctx, mgr.GetClient()) // the stale sweep
-			}
+	all := func(ctx context.Context) { r.All(ctx, mgr.GetClient()) }
+	if err := controller.OnConfigChange(mgr, r.Config, all); err != nil {
+		return err
+	}
+	return controller.Every(mgr, func() time.Duration { // the stale sweep
+		if snap := r.Config.Get(); snap != nil && staleMinutes != nil {
+			return controller.MinutesOr(staleMinutes(snap), controller.DefaultSweepInterval)
 		}
-	}))
+		return controller.DefaultSweepInterval
+	}, all)
 }

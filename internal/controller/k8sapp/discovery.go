@@ -52,13 +52,6 @@ const (
 	SourceHTTPRoute = "httproute"
 )
 
-// Event reasons.
-const (
-	ReasonInvalidMetaSecret = "InvalidMetaSecret"
-	ReasonAppConflict       = "K8sAppNameConflict"
-	ReasonDiscovered        = "Discovered"
-)
-
 // OperatorAppName is never discovered: the agent owns the operator's own app record.
 const OperatorAppName = "polycrate-operator"
 
@@ -152,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		if !exists {
-			r.Recorder.Eventf(applied, nil, corev1.EventTypeNormal, ReasonDiscovered, "Discover", "discovered from %s", describe(want))
+			r.Recorder.Eventf(applied, nil, corev1.EventTypeNormal, v1.ReasonDiscovered, "Discover", "discovered from %s", describe(want))
 		}
 		app = applied
 	}
@@ -212,7 +205,7 @@ func (r *Reconciler) readMeta(ctx context.Context, namespace, name, resourceVers
 	r.metas.Store(k, parsedMeta{rv: full.ResourceVersion, meta: m, err: perr})
 	if perr != nil {
 		ref := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID}}
-		r.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonInvalidMetaSecret, "Discover",
+		r.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, v1.ReasonInvalidMetaSecret, "Discover",
 			"meta-Secret %s/%s is malformed, no K8sApp is declared from it: %s", full.Namespace, full.Name, perr)
 		r.Log.Info("malformed meta-Secret; no K8sApp declared from it", "namespace", full.Namespace, "name", full.Name, "problem", perr.Error())
 	}
@@ -289,7 +282,7 @@ func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedN
 			continue
 		}
 		done[owner.GetObjectKind().GroupVersionKind().Kind+"/"+owner.GetName()] = true
-		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, ReasonAppConflict, "Discover", "%s", msg)
+		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, v1.ReasonAppConflict, "Discover", "%s", msg)
 	}
 }
 

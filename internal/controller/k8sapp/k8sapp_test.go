@@ -14,7 +14,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
@@ -68,7 +67,7 @@ var _ = Describe("K8sApps from meta-Secrets", func() {
 		block, err := apiClient().FindBlock(ctx, "nginx-ingress", ws.ID)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(block).NotTo(BeNil())
-		Expect(meta.IsStatusConditionTrue(a.Status.Conditions, apisync.ConditionBlockLinked)).To(BeTrue())
+		Expect(meta.IsStatusConditionTrue(a.Status.Conditions, v1.ConditionBlockLinked)).To(BeTrue())
 		Expect(a.Status.BlockID).To(Equal(block.ID))
 		remote = apiApp(a.Status.APIID, func(g Gomega, r *polycrate.K8sApp) {
 			g.Expect(r.PodsTotal).To(Equal(2))
@@ -135,10 +134,10 @@ var _ = Describe("K8sApps from meta-Secrets", func() {
 		ns := freshNamespace()
 		Expect(k8s.Create(ctx, metaSecret(ns, "grafana", metaDoc("grafana", "helm", "staging", "install", "success")))).To(Succeed())
 		a, remote := synced(ns, "grafana")
-		cond := meta.FindStatusCondition(a.Status.Conditions, apisync.ConditionBlockLinked)
+		cond := meta.FindStatusCondition(a.Status.Conditions, v1.ConditionBlockLinked)
 		Expect(cond).NotTo(BeNil())
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-		Expect(cond.Reason).To(Equal(apisync.ReasonWorkspaceMissing))
+		Expect(cond.Reason).To(Equal(v1.ReasonWorkspaceMissing))
 		Expect(cond.Message).To(ContainSubstring(`workspace "staging"`))
 		Expect(remote.Block).To(BeNil())
 	})

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -24,13 +23,13 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
-// Discovery is the wired K8sApp discovery: the controller, its wake channel and
-// the stale sweep.
+// Discovery is the wired K8sApp discovery: the controller, its waker and the
+// stale sweep.
 type Discovery struct {
-	R    *Reconciler
-	mgr  manager.Manager
-	ctrl crcontroller.Controller
-	wake chan event.GenericEvent
+	R     *Reconciler
+	mgr   manager.Manager
+	ctrl  crcontroller.Controller
+	waker *controller.Waker
 }
 
 // Setup wires K8sApp discovery: watches on K8sApps, meta-Secrets and Pods (r.Secrets
@@ -38,34 +37,31 @@ type Discovery struct {
 // configuration changes and the periodic stale sweep
 // (app_discovery.stale_cleanup_minutes).
 func Setup(mgr manager.Manager, r *Reconciler, maxConcurrent int) (*Discovery, error) {
-	d := &Discovery{R: r, mgr: mgr, wake: make(chan event.GenericEvent, 1024)}
+	d := &Discovery{R: r, mgr: mgr, waker: controller.NewWaker()}
 	c, err := builder.ControllerManagedBy(mgr).
 		Named("discovery-k8sapp").
 		For(&v1.K8sApp{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WatchesRawSource(&slimcache.Source[slimcache.Meta]{Store: r.Secrets, Map: secretToApps}).
 		WatchesRawSource(&slimcache.Source[Pod]{Store: r.Pods.Store, Map: d.podToApps}).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(claimToApp)).
-		WatchesRawSource(source.Channel(d.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(d.waker.Source()).
 		WithOptions(controller.Options(maxConcurrent)).
 		Build(r)
 	if err != nil {
 		return nil, err
 	}
 	d.ctrl = c
-	configChanged := r.Config.Subscribe()
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-configChanged:
-				d.All(ctx)
-			}
-		}
-	})); err != nil {
+	if err := controller.OnConfigChange(mgr, r.Config, d.All); err != nil {
 		return nil, err
 	}
-	return d, mgr.Add(&sweep{d: d})
+	// The stale sweep re-decides every app: a safety net for sources that went
+	// while the operator was not watching (seed 002 "Stale-Sweep").
+	return d, controller.Every(mgr, func() time.Duration {
+		if snap := r.Config.Get(); snap != nil {
+			return controller.MinutesOr(snap.Spec.AppDiscovery.StaleCleanupMinutes, controller.DefaultSweepInterval)
+		}
+		return controller.DefaultSweepInterval
+	}, d.All)
 }
 
 // WatchHTTPRoutes adds HTTPRoute claims once the Gateway API is served.
@@ -157,31 +153,6 @@ func (d *Discovery) All(ctx context.Context) {
 		}
 	}
 	for k := range keys {
-		select {
-		case d.wake <- event.GenericEvent{Object: &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// sweep re-decides every app periodically: a safety net for sources that went
-// while the operator was not watching (seed 002 "Stale-Sweep").
-type sweep struct{ d *Discovery }
-
-func (s *sweep) NeedLeaderElection() bool { return true }
-
-func (s *sweep) Start(ctx context.Context) error {
-	for {
-		wait := 10 * time.Minute
-		if snap := s.d.R.Config.Get(); snap != nil && snap.Spec.AppDiscovery.StaleCleanupMinutes > 0 {
-			wait = time.Duration(snap.Spec.AppDiscovery.StaleCleanupMinutes) * time.Minute
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-			s.d.All(ctx)
-		}
+		d.waker.Wake(ctx, &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
 	}
 }

@@ -15,9 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -41,20 +39,9 @@ const (
 	PhaseError   = "Error"
 )
 
-// ConditionAPIReported says whether the cluster is a record of the Polycrate API.
-const ConditionAPIReported = "APIReported"
-
-// ReasonOneClusterPerWorkspace: the API keeps one cluster per workspace, and that
-// record is the local cluster's.
-const ReasonOneClusterPerWorkspace = "OneClusterPerWorkspace"
-
-// Recheck intervals: a reachable cluster every 5 minutes, a failing one every minute
-// (a fixed wait, not a retry storm).
-const (
-	RecheckReady = 5 * time.Minute
-	RecheckError = time.Minute
-	dialTimeout  = 10 * time.Second
-)
+// Rechecks: a reachable cluster every controller.RequeueResync, a failing one
+// every controller.RequeueFailedStep (a fixed wait, not a retry storm).
+const dialTimeout = 10 * time.Second
 
 // Reconciler reconciles K8sCluster objects.
 type Reconciler struct {
@@ -71,7 +58,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, kc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := kc.Status.DeepCopy()
+	// No finalizer: nothing outside the CR belongs to it (it is never reported to
+	// the API, see below).
+	patcher := controller.NewStatusPatcher(r.Client, kc)
 	if kc.Status.Phase == "" {
 		kc.Status.Phase = PhasePending
 	}
@@ -79,64 +68,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Reporting to the API: the contract keeps one cluster per workspace, and the
 	// workspace's record is the local cluster (OperatorConfig status.local_cluster);
 	// an external cluster is never created there nor adopted on a 409.
-	meta.SetStatusCondition(&kc.Status.Conditions, metav1.Condition{Type: ConditionAPIReported, Status: metav1.ConditionFalse,
-		Reason: ReasonOneClusterPerWorkspace, ObservedGeneration: kc.Generation,
-		Message: "not reported to the Polycrate API: it keeps one cluster per workspace, and that record is the local cluster's"})
-	if !equality.Semantic.DeepEqual(before, &kc.Status) {
-		if err := r.Client.Status().Update(ctx, kc); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
-	return result, nil
+	r.events().Condition(kc, metav1.Condition{Type: v1.ConditionAPIReported, Status: metav1.ConditionFalse, Reason: v1.ReasonOneClusterPerWorkspace,
+		Message: "not reported to the Polycrate API: it keeps one cluster per workspace, and that record is the local cluster's"}, false)
+	_, err := patcher.Done(ctx, kc, kc.Status.Phase == PhaseReady)
+	return result, err
 }
 
 func (r *Reconciler) check(ctx context.Context, kc *v1.K8sCluster) ctrl.Result {
 	if kc.Namespace != r.Namespace {
 		r.fail(kc, v1.ReasonInvalidSpec, fmt.Sprintf("K8sClusters are read in the operator namespace %q only (their credential Secrets are read there)", r.Namespace))
-		return ctrl.Result{} // nothing will change until the object moves
+		return ctrl.Result{} // nothing will change until the object is recreated there
 	}
 	cfg, reason, msg := r.restConfig(ctx, kc)
 	if reason != "" {
 		r.fail(kc, reason, msg)
-		return ctrl.Result{RequeueAfter: RecheckError}
+		return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		r.fail(kc, v1.ReasonInvalidSpec, err.Error())
-		return ctrl.Result{RequeueAfter: RecheckError}
+		return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}
 	}
 	v, err := dc.ServerVersion()
 	if err != nil {
 		reason, msg := classify(err)
 		r.fail(kc, reason, msg)
-		return ctrl.Result{RequeueAfter: RecheckError}
+		return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}
 	}
 	kc.Status.Phase = PhaseReady
 	kc.Status.ServerVersion = v.GitVersion
 	kc.Status.Message = ""
-	kc.Status.ObservedGeneration = kc.Generation
-	prev, transitioned := controller.SetCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: v1.ReasonConnected, Message: "server version " + v.GitVersion, ObservedGeneration: kc.Generation})
-	if transitioned && prev != nil && prev.Status == metav1.ConditionFalse {
-		r.event(kc, corev1.EventTypeNormal, v1.ReasonConnected, "connected again: server version "+v.GitVersion)
-	}
-	return ctrl.Result{RequeueAfter: RecheckReady}
+	r.events().Ready(kc, metav1.ConditionTrue, v1.ReasonConnected, "server version "+v.GitVersion, true) // "connected again" after a failure
+	return ctrl.Result{RequeueAfter: controller.RequeueResync}
 }
 
 func (r *Reconciler) fail(kc *v1.K8sCluster, reason, msg string) {
 	kc.Status.Phase = PhaseError
 	kc.Status.Message = msg
-	kc.Status.ObservedGeneration = kc.Generation
-	if _, transitioned := controller.SetCondition(&kc.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: reason, Message: msg, ObservedGeneration: kc.Generation}); transitioned {
-		r.event(kc, corev1.EventTypeWarning, reason, msg)
-	}
+	r.events().Ready(kc, metav1.ConditionFalse, reason, msg, true)
 }
 
-func (r *Reconciler) event(kc *v1.K8sCluster, typ, reason, msg string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(kc, nil, typ, reason, "Connect", "%s", msg)
-	}
+func (r *Reconciler) events() controller.Events {
+	return controller.Events{Recorder: r.Recorder, Action: "Connect"}
 }
 
 // restConfig builds the client configuration from the Secret; a non-empty reason

@@ -52,7 +52,7 @@ type Reconciler struct {
 	Secrets   client.Reader
 	Namespace string
 	Config    *opconfig.Store
-	Conn      *agent.Connection
+	Conn      *polycrate.Connection
 	Health    *agent.State
 	Reporter  *agent.Reporter
 	Recorder  recorder.EventRecorder
@@ -91,14 +91,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := oc.Status.DeepCopy()
+	// No finalizer: the singleton owns nothing to clean up (the API keeps the
+	// cluster and the agent when the operator goes).
+	patcher := controller.NewStatusPatcher(r.Client, oc)
 	res, err := r.reconcile(ctx, log, oc)
-	if !equality.Semantic.DeepEqual(before, &oc.Status) {
-		if perr := r.Client.Status().Update(ctx, oc); perr != nil && !apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, errors.Join(err, perr)
-		}
-	}
-	return res, err
+	// observedGeneration is set by the publish step (see there), not on success.
+	_, perr := patcher.Patch(ctx, oc)
+	return res, errors.Join(err, perr)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.OperatorConfig) (ctrl.Result, error) {
@@ -115,14 +114,13 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	// whoever changes the configuration and waits for observedGeneration knows
 	// that every reconcile from then on sees the change.
 	r.publish(oc, nil)
-	oc.Status.ObservedGeneration = oc.Generation
+	oc.MarkObserved()
 
 	// 2. API sync off: nothing to connect.
 	if !opconfig.Enabled(spec.APISync.Enabled) {
 		r.Conn.Disconnect()
 		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonDisabled, "api_sync.enabled is false")
 		r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonDisabled, "configuration accepted; API sync is disabled")
-		oc.Status.ObservedGeneration = oc.Generation
 		return ctrl.Result{}, nil
 	}
 
@@ -132,13 +130,12 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		r.Conn.Disconnect()
 		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
 		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		oc.Status.ObservedGeneration = oc.Generation
 		return ctrl.Result{}, nil // the Secret watch brings us back
 	}
 	changed, err := r.Conn.Configure(spec.APISync.APIURL, spec.APISync.CACertificate, token)
 	if err != nil {
 		reason := v1.ReasonInvalidSpec
-		if errors.Is(err, agent.ErrInvalidCA) {
+		if errors.Is(err, polycrate.ErrInvalidCA) {
 			reason = v1.ReasonInvalidCACertificate
 		}
 		r.Conn.Disconnect()
@@ -173,7 +170,6 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		if oc.Status.APISync == nil {
 			r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionFalse, v1.ReasonWorkspaceNotResolved, "no health report accepted yet")
 		}
-		oc.Status.ObservedGeneration = oc.Generation
 		return ctrl.Result{}, nil // the reporter retries with backoff and tells us
 	}
 	h := last.Response
@@ -192,7 +188,6 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	}
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
 		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, derefOr(h.OrganizationName, "-")))
-	oc.Status.ObservedGeneration = oc.Generation
 	return result, nil
 }
 
@@ -494,25 +489,18 @@ func ignoreList(values ...any) []string {
 }
 
 // setCondition sets a condition and emits an event when it changes: Warning for a
-// failure, Normal for a recovery.
+// failure (a switched-off part is none), Normal for a recovery.
 func (r *Reconciler) setCondition(oc *v1.OperatorConfig, typ string, status metav1.ConditionStatus, reason, msg string) {
-	prev, transitioned := controller.SetCondition(&oc.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
-		Message: msg, ObservedGeneration: oc.Generation})
-	if !transitioned {
-		return
-	}
-	switch {
-	case status == metav1.ConditionFalse && reason != v1.ReasonDisabled && reason != v1.ReasonLocalClusterNotCreated:
-		r.event(oc, corev1.EventTypeWarning, reason, typ+": "+msg)
-	case status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
-		r.event(oc, corev1.EventTypeNormal, reason, typ+": "+msg)
-	}
+	announce := reason != v1.ReasonDisabled && reason != v1.ReasonLocalClusterNotCreated
+	r.events().Condition(oc, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}, announce)
+}
+
+func (r *Reconciler) events() controller.Events {
+	return controller.Events{Recorder: r.Recorder, Action: "Reconcile"}
 }
 
 func (r *Reconciler) event(oc *v1.OperatorConfig, typ, reason, msg string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(oc, nil, typ, reason, "Reconcile", "%s", msg)
-	}
+	r.events().Event(oc, typ, reason, msg)
 }
 
 func derefOr(s *string, d string) string {

@@ -5,6 +5,7 @@
 package s3bucket
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,10 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -54,15 +52,6 @@ const (
 	KeyBucketName      = "BUCKET_NAME"
 )
 
-// Event reasons besides the shared ones.
-const (
-	ReasonSecretWritten = "SecretWritten"
-	ReasonBucketCreated = "BucketCreated"
-	ReasonBucketDeleted = "BucketDeleted"
-	ReasonBucketKept    = "BucketRetained"
-	ReasonSecretForeign = "SecretNotOwned"
-)
-
 // SecretName is the credentials Secret of a bucket: s3-<bucket-name>-credentials.
 func SecretName(bucket string) string { return "s3-" + bucket + "-credentials" }
 
@@ -74,21 +63,13 @@ type Reconciler struct {
 	// store the caller runs; see OwnsSecret).
 	Secrets  *slimcache.Store[slimcache.Meta]
 	Config   *opconfig.Store
-	Conn     *agent.Connection
+	Conn     *polycrate.Connection
 	Recorder recorder.EventRecorder
 	Log      logr.Logger
 	// Resync is how often a Ready bucket compares its Secret with the API's
 	// credentials (rotation, tampering the watch did not see); default 5 minutes.
 	Resync time.Duration
 }
-
-// failure is an outcome with a reason for the Error phase.
-type failure struct {
-	reason, msg string
-	permanent   bool // bad input: wait for a change instead of retrying
-}
-
-func (f *failure) Error() string { return f.msg }
 
 // Reconcile runs the skeleton: get → deleting? → finalizer → claim → bucket →
 // credentials → Secret, with one status patch at the end when something changed.
@@ -98,19 +79,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, b)
-	}
-	before := b.DeepCopy()
-	res, err := r.reconcile(ctx, b)
-	if !equality.Semantic.DeepEqual(before.Status, b.Status) {
-		if perr := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
-			return ctrl.Result{}, errors.Join(err, perr)
+		patcher := controller.NewStatusPatcher(r.Client, b)
+		res, released, err := r.finalize(ctx, b)
+		if !released {
+			_, perr := patcher.Patch(ctx, b)
+			err = errors.Join(err, perr)
 		}
+		return res, err
 	}
-	return res, err
+	if _, err := controller.EnsureFinalizer(ctx, r.Client, b, v1.FinalizerS3BucketCleanup); err != nil {
+		return ctrl.Result{}, err
+	}
+	patcher := controller.NewStatusPatcher(r.Client, b)
+	res, err := r.reconcile(ctx, b, patcher)
+	if err != nil {
+		res, err = r.fail(b, err)
+	}
+	_, perr := patcher.Done(ctx, b, err == nil && b.Status.Phase == v1.S3BucketPhaseReady)
+	return res, errors.Join(err, perr)
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket, patcher *controller.StatusPatcher) (ctrl.Result, error) {
 	snap := r.Config.Get()
 	c := r.Conn.Client()
 	switch {
@@ -124,72 +113,58 @@ func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket) (ctrl.Result
 		return ctrl.Result{}, nil
 	case c == nil:
 		r.pending(b, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: controller.RequeueNotConnected}, nil
 	}
 	if errs := validation.IsDNS1123Subdomain(SecretName(b.Spec.Name)); len(errs) > 0 {
 		// Checked before any API call: a bucket whose credentials can never be
 		// written must not be created (the CRD's pattern refuses such names; this
 		// covers CRs stored before it did).
-		return r.fail(b, &failure{v1.ReasonInvalidSpec, fmt.Sprintf("spec.name %q cannot be served: its credentials Secret name %q is invalid (%s)",
-			b.Spec.Name, SecretName(b.Spec.Name), strings.Join(errs, "; ")), true})
+		return ctrl.Result{}, controller.Permanent(v1.ReasonInvalidSpec, fmt.Sprintf("spec.name %q cannot be served: its credentials Secret name %q is invalid (%s)",
+			b.Spec.Name, SecretName(b.Spec.Name), strings.Join(errs, "; ")))
 	}
 	if owner, err := r.claimedBy(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
-		return r.fail(b, &failure{v1.ReasonAlreadyClaimed, fmt.Sprintf("bucket %q is already claimed by S3Bucket %s", b.Spec.Name, owner), true})
+		return ctrl.Result{}, controller.Permanent(v1.ReasonAlreadyClaimed, fmt.Sprintf("bucket %q is already claimed by S3Bucket %s", b.Spec.Name, owner))
 	}
-	if !controllerutil.ContainsFinalizer(b, v1.FinalizerS3BucketCleanup) {
-		patch := client.MergeFrom(b.DeepCopy())
-		controllerutil.AddFinalizer(b, v1.FinalizerS3BucketCleanup)
-		if err := r.Client.Patch(ctx, b, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
-	bucket, err := r.bucket(ctx, c, b)
+	bucket, err := r.bucket(ctx, c, b, patcher)
 	if err != nil {
-		return r.fail(b, err)
+		return ctrl.Result{}, err
 	}
 	creds, err := c.BucketCredentials(ctx, bucket.ID)
 	switch {
 	case polycrate.IsNotFound(err):
-		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonRecreated, "Provision", "bucket %s was deleted in the API; provisioning it again", bucket.ID)
+		r.event(b, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("bucket %s was deleted in the API; provisioning it again", bucket.ID))
 		b.Status.APIID = ""
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil
 	case err != nil:
 		r.setPhase(b, v1.S3BucketPhaseWaitingForCredentials, v1.ReasonWaitingForCredentials, "bucket "+bucket.ID+" exists; reading its credentials failed: "+err.Error())
-		return r.retry(err)
+		o := controller.Classify(err) // backoff, or the wait the API asked for
+		return o.Result, o.Err
 	}
 	cred := primary(creds)
 	if cred == nil {
 		r.setPhase(b, v1.S3BucketPhaseWaitingForCredentials, v1.ReasonWaitingForCredentials, "bucket "+bucket.ID+" exists; its credentials are not issued yet")
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: controller.RequeueIssuing}, nil
 	}
 	wrote, err := r.writeSecret(ctx, b, bucket, cred)
 	if err != nil {
-		return r.fail(b, err)
+		return ctrl.Result{}, err
 	}
 	if wrote || b.Status.Phase != v1.S3BucketPhaseReady || b.Status.LastSyncedAt == nil {
 		now := metav1.Now() // only when something was written: a steady bucket writes nothing
 		b.Status.LastSyncedAt = &now
 	}
 	if p := b.Status.Phase; p != v1.S3BucketPhaseReady {
-		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Ready", "Provision", "bucket %s is ready; credentials in Secret %s", b.Spec.Name, SecretName(b.Spec.Name))
+		r.event(b, corev1.EventTypeNormal, "Ready", fmt.Sprintf("bucket %s is ready; credentials in Secret %s", b.Spec.Name, SecretName(b.Spec.Name)))
 	}
 	r.setPhase(b, v1.S3BucketPhaseReady, "Ready", fmt.Sprintf("bucket %s (%s) is ready; credentials in Secret %s", b.Spec.Name, bucket.ID, SecretName(b.Spec.Name)))
-	b.Status.ObservedGeneration = b.Generation
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
-}
-
-func (r *Reconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return 5 * time.Minute
+	return ctrl.Result{RequeueAfter: cmp.Or(r.Resync, controller.RequeueResync)}, nil
 }
 
 // bucket returns the API bucket of the CR: the one it already has, else an
 // existing one of the same name and region (adopt), else a new one.
-func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bucket) (*polycrate.Bucket, error) {
+func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bucket, patcher *controller.StatusPatcher) (*polycrate.Bucket, error) {
 	if id := b.Status.APIID; id != "" {
 		got, err := c.Buckets().Get(ctx, id)
 		switch {
@@ -199,7 +174,7 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 		case err != nil && !polycrate.IsNotFound(err):
 			return nil, err
 		}
-		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonRecreated, "Provision", "bucket %s was deleted in the API; provisioning it again", id)
+		r.event(b, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("bucket %s was deleted in the API; provisioning it again", id))
 		b.Status.APIID = ""
 	}
 	var regionID *string
@@ -218,7 +193,7 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 		}
 		if regionID == nil {
 			slices.Sort(names)
-			return nil, &failure{v1.ReasonUnknownRegion, fmt.Sprintf("region %q is not an S3 region of the Polycrate API; valid: %s", want, strings.Join(names, ", ")), true}
+			return nil, controller.Permanent(v1.ReasonUnknownRegion, fmt.Sprintf("region %q is not an S3 region of the Polycrate API; valid: %s", want, strings.Join(names, ", ")))
 		}
 	}
 	row, err := c.FindBucket(ctx, b.Spec.Name)
@@ -227,13 +202,13 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 	}
 	if row != nil {
 		if regionID != nil && (row.Region == nil || row.Region.ID != *regionID) {
-			return nil, &failure{v1.ReasonBucketNameTaken, fmt.Sprintf("this workspace has a bucket %q in another region; it is not adopted", b.Spec.Name), true}
+			return nil, controller.Permanent(v1.ReasonBucketNameTaken, fmt.Sprintf("this workspace has a bucket %q in another region; it is not adopted", b.Spec.Name))
 		}
 		got, err := c.Buckets().Get(ctx, row.ID)
 		if err != nil {
 			return nil, err
 		}
-		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, v1.ReasonAdopted, "Provision", "adopted the existing bucket %s (%s)", b.Spec.Name, row.ID)
+		r.event(b, corev1.EventTypeNormal, v1.ReasonAdopted, fmt.Sprintf("adopted the existing bucket %s (%s)", b.Spec.Name, row.ID))
 		b.Status.APIID = row.ID
 		r.observe(b, got)
 		return got, nil
@@ -244,24 +219,25 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 	if err := r.secretFree(ctx, b); err != nil {
 		return nil, err
 	}
-	// Provisioning: shown before the (possibly slow) create.
+	// Provisioning: a status write outside the deferred patch, because it must be
+	// visible before the (possibly slow) create.
 	r.setPhase(b, v1.S3BucketPhaseProvisioning, v1.ReasonProvisioning, "creating bucket "+b.Spec.Name+" in the Polycrate API")
-	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(&v1.S3Bucket{ObjectMeta: b.ObjectMeta})); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := patcher.Patch(ctx, b); err != nil {
 		r.Log.V(1).Info("cannot show the Provisioning phase", "error", err.Error())
 	}
 	created, err := c.CreateBucket(ctx, polycrate.BucketCreateRequest{Name: b.Spec.Name, Region: regionID,
 		Labels: map[string]string{"polycrate_source_namespace": b.Namespace, "polycrate_source_name": b.Name}})
 	switch {
 	case polycrate.IsConflict(err):
-		return nil, &failure{v1.ReasonBucketNameTaken, fmt.Sprintf("bucket name %q is taken (by another workspace or on this S3 cluster); choose another name", b.Spec.Name), true}
+		return nil, controller.Permanent(v1.ReasonBucketNameTaken, fmt.Sprintf("bucket name %q is taken (by another workspace or on this S3 cluster); choose another name", b.Spec.Name))
 	case polycrate.IsValidation(err) && strings.Contains(err.Error(), "new buckets"):
-		return nil, &failure{v1.ReasonQuotaExceeded, "the S3 cluster accepts no new buckets (quota or capacity): " + err.Error(), true}
+		return nil, controller.Permanent(v1.ReasonQuotaExceeded, "the S3 cluster accepts no new buckets (quota or capacity): "+err.Error())
 	case polycrate.IsValidation(err):
-		return nil, &failure{v1.ReasonAPIError, "the API refused the bucket: " + err.Error(), true}
+		return nil, controller.Permanent(v1.ReasonAPIError, "the API refused the bucket: "+err.Error())
 	case err != nil:
 		return nil, err
 	}
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketCreated, "Provision", "created bucket %s (%s)", b.Spec.Name, created.ID)
+	r.event(b, corev1.EventTypeNormal, v1.ReasonBucketCreated, fmt.Sprintf("created bucket %s (%s)", b.Spec.Name, created.ID))
 	b.Status.APIID = created.ID
 	got, err := c.Buckets().Get(ctx, created.ID)
 	if err != nil {
@@ -320,14 +296,14 @@ func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *po
 		if err := r.Client.Create(ctx, s); err != nil {
 			return false, fmt.Errorf("creating Secret %s: %w", s.Name, scrub(err))
 		}
-		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonSecretWritten, "Provision", "wrote the credentials Secret %s", s.Name)
+		r.event(b, corev1.EventTypeNormal, v1.ReasonSecretWritten, "wrote the credentials Secret "+s.Name)
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
 	}
 	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != b.UID {
-		return false, &failure{ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten", s.Name), true}
+		return false, controller.Permanent(v1.ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten", s.Name))
 	}
 	if maps.EqualFunc(s.Data, want, func(a, b []byte) bool { return string(a) == string(b) }) && hasLabels(s.Labels, labels) && s.Type == corev1.SecretTypeOpaque {
 		return false, nil
@@ -340,7 +316,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *po
 	if err := r.Client.Update(ctx, s); err != nil {
 		return false, fmt.Errorf("updating Secret %s: %w", s.Name, scrub(err))
 	}
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonSecretWritten, "Provision", "restored the credentials Secret %s from the API", s.Name)
+	r.event(b, corev1.EventTypeNormal, v1.ReasonSecretWritten, "restored the credentials Secret "+s.Name+" from the API")
 	return true, nil
 }
 
@@ -355,7 +331,7 @@ func (r *Reconciler) secretFree(ctx context.Context, b *v1.S3Bucket) error {
 		return fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
 	}
 	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != b.UID {
-		return &failure{ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten, and no bucket is created until it is gone", s.Name), true}
+		return controller.Permanent(v1.ReasonSecretForeign, fmt.Sprintf("Secret %s exists and is not owned by this S3Bucket; it is not overwritten, and no bucket is created until it is gone", s.Name))
 	}
 	return nil
 }
@@ -411,32 +387,31 @@ func older(a, b *v1.S3Bucket) bool {
 }
 
 // finalize: reclaim_policy delete deletes the API bucket (404 counts as done),
-// retain keeps it; the Secret goes in both cases.
-func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result, error) {
+// retain keeps it; the Secret goes in both cases. released: the finalizer is gone.
+func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result, bool, error) {
 	if !controllerutil.ContainsFinalizer(b, v1.FinalizerS3BucketCleanup) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, true, nil
 	}
 	if id := b.Status.APIID; id != "" {
 		if b.Spec.ReclaimPolicy == "delete" {
 			c := r.Conn.Client()
 			if c == nil {
 				r.pending(b, v1.ReasonDeleting, "waiting for the Polycrate API connection to delete bucket "+id)
-				_ = r.Client.Status().Update(ctx, b)
-				return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+				return ctrl.Result{RequeueAfter: controller.RequeueNotConnected}, false, nil
 			}
 			if err := polycrate.IgnoreNotFound(c.Buckets().Delete(ctx, id)); err != nil {
 				if polycrate.IsTransient(err) {
-					return ctrl.Result{}, err
+					return ctrl.Result{}, false, err
 				}
-				before := b.DeepCopy()
-				r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, "cannot delete bucket "+id+": "+err.Error())
-				r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIError, "Delete", "cannot delete bucket %s: %s", id, err.Error())
-				_ = r.Client.Status().Patch(ctx, b, client.MergeFrom(before))
-				return ctrl.Result{RequeueAfter: time.Minute}, nil
+				msg := "cannot delete bucket " + id + ": " + err.Error()
+				if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, msg) {
+					r.event(b, corev1.EventTypeWarning, v1.ReasonAPIError, msg)
+				}
+				return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}, false, nil
 			}
-			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketDeleted, "Delete", "deleted bucket %s (%s) (reclaim_policy delete)", b.Spec.Name, id)
+			r.event(b, corev1.EventTypeNormal, v1.ReasonBucketDeleted, fmt.Sprintf("deleted bucket %s (%s) (reclaim_policy delete)", b.Spec.Name, id))
 		} else {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBucketKept, "Delete", "kept bucket %s (%s) (reclaim_policy retain)", b.Spec.Name, id)
+			r.event(b, corev1.EventTypeNormal, v1.ReasonBucketKept, fmt.Sprintf("kept bucket %s (%s) (reclaim_policy retain)", b.Spec.Name, id))
 		}
 	}
 	s := &corev1.Secret{}
@@ -445,50 +420,28 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result,
 	case err == nil:
 		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == b.UID {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, s)); err != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", s.Name, scrub(err))
+				return ctrl.Result{}, false, fmt.Errorf("deleting Secret %s: %w", s.Name, scrub(err))
 			}
 		}
 	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
+		return ctrl.Result{}, false, fmt.Errorf("reading Secret %s: %w", SecretName(b.Spec.Name), scrub(err))
 	}
-	patch := client.MergeFrom(b.DeepCopy())
-	controllerutil.RemoveFinalizer(b, v1.FinalizerS3BucketCleanup)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
+	return ctrl.Result{}, true, controller.RemoveFinalizer(ctx, r.Client, b, v1.FinalizerS3BucketCleanup)
 }
 
-// fail records an error by its nature: bad input → Error and wait for a change;
-// an API outage → keep the phase, say why, back off.
+// fail records an error by its nature (controller.Classify): bad input → Error,
+// and wait for a change; an API outage → keep the phase, say why, back off.
 func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
-	var f *failure
-	switch {
-	case errors.As(err, &f):
-		if r.setPhase(b, v1.S3BucketPhaseError, f.reason, f.msg) {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, f.reason, "Provision", "%s", f.msg)
-			r.Log.Info("S3Bucket not provisioned", "namespace", b.Namespace, "name", b.Name, "reason", f.reason, "message", f.msg)
-		}
-		return ctrl.Result{}, nil
-	case polycrate.IsUnauthorized(err), polycrate.IsForbidden(err):
-		if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonUnauthorized, err.Error()) {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonUnauthorized, "Provision", "%s", err.Error())
-		}
-		return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil
-	case polycrate.IsTransient(err):
-		if r.condition(b, metav1.ConditionFalse, v1.ReasonAPIUnavailable, err.Error()) {
-			r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIUnavailable, "Provision", "%s", err.Error()) // once per transition, not per retry
-		}
-		return r.retry(err)
+	o := controller.Classify(err)
+	if o.Reason == v1.ReasonAPIUnavailable {
+		r.events().Ready(b, metav1.ConditionFalse, o.Reason, o.Message, true) // once per transition, not per retry
+		return o.Result, o.Err
 	}
-	if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, err.Error()) {
-		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, v1.ReasonAPIError, "Provision", "%s", err.Error())
+	if r.setPhase(b, v1.S3BucketPhaseError, o.Reason, o.Message) {
+		r.event(b, corev1.EventTypeWarning, o.Reason, o.Message)
+		r.Log.Info("S3Bucket not provisioned", "namespace", b.Namespace, "name", b.Name, "reason", o.Reason, "message", o.Message)
 	}
-	return ctrl.Result{}, err
-}
-
-func (r *Reconciler) retry(err error) (ctrl.Result, error) {
-	if wait := polycrate.RetryAfter(err); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	return ctrl.Result{}, err // exponential backoff
+	return o.Result, o.Err
 }
 
 func (r *Reconciler) pending(b *v1.S3Bucket, reason, msg string) {
@@ -497,6 +450,14 @@ func (r *Reconciler) pending(b *v1.S3Bucket, reason, msg string) {
 		phase = v1.S3BucketPhasePending
 	}
 	r.setPhase(b, phase, reason, msg)
+}
+
+func (r *Reconciler) events() controller.Events {
+	return controller.Events{Recorder: r.Recorder, Action: "Provision"}
+}
+
+func (r *Reconciler) event(b *v1.S3Bucket, typ, reason, msg string) {
+	r.events().Event(b, typ, reason, msg)
 }
 
 // setPhase sets phase, message and the Ready condition; true when the phase or
@@ -508,37 +469,17 @@ func (r *Reconciler) setPhase(b *v1.S3Bucket, phase, reason, msg string) bool {
 	if phase == v1.S3BucketPhaseReady {
 		status = metav1.ConditionTrue
 	}
-	return r.condition(b, status, reason, msg) || changed
-}
-
-func (r *Reconciler) condition(b *v1.S3Bucket, status metav1.ConditionStatus, reason, msg string) bool {
-	_, transitioned := controller.SetCondition(&b.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: status,
-		Reason: reason, Message: msg, ObservedGeneration: b.Generation})
-	return transitioned
+	return r.events().Ready(b, status, reason, msg, false) || changed
 }
 
 // SetupWithManager watches S3Buckets (spec changes and deletion; a bucket's
 // deletion also wakes the buckets it held a claim against), the credentials
 // Secrets by metadata (through their owner reference), and configuration changes.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) error {
-	wake := make(chan event.GenericEvent, 256)
-	changes := r.Config.Subscribe()
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-changes:
-				list := &v1.S3BucketList{}
-				if err := mgr.GetClient().List(ctx, list); err != nil {
-					continue
-				}
-				for i := range list.Items {
-					wake <- event.GenericEvent{Object: &list.Items[i]}
-				}
-			}
-		}
-	})); err != nil {
+	waker := controller.NewWaker()
+	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
+		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{})
+	}); err != nil {
 		return err
 	}
 	sameName := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -566,7 +507,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) er
 				return !e.ObjectNew.GetDeletionTimestamp().IsZero()
 			}, DeleteFunc: func(event.DeleteEvent) bool { return true }})).
 		WatchesRawSource(&slimcache.Source[slimcache.Meta]{Store: r.Secrets, Map: secretToBucket}).
-		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(waker.Source()).
 		WithOptions(controller.Options(maxConcurrent)).
 		Complete(r)
 }

@@ -297,7 +297,7 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		b := bucketCR(ns, "mine", "mine-bucket", "", "")
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		phase(b, v1.S3BucketPhaseError)
-		Expect(reason(b)).To(Equal(s3bucket.ReasonSecretForeign))
+		Expect(reason(b)).To(Equal(v1.ReasonSecretForeign))
 		s := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), s)).To(Succeed())
 		Expect(s.Data).To(Equal(map[string][]byte{"note": []byte("hands off")}))
@@ -327,10 +327,10 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		Expect(k8s.Delete(ctx, winner)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(blocked), blocked)).To(Succeed())
-			g.Expect(reason(blocked)).To(Equal(s3bucket.ReasonSecretForeign))
+			g.Expect(reason(blocked)).To(Equal(v1.ReasonSecretForeign))
 			g.Expect(blocked.Status.Phase).To(Equal(v1.S3BucketPhaseError))
 		}, timeout, poll).Should(Succeed())
-		Eventually(func() []string { return eventReasons(blocked) }, timeout, poll).Should(ContainElements(v1.ReasonAlreadyClaimed, s3bucket.ReasonSecretForeign))
+		Eventually(func() []string { return eventReasons(blocked) }, timeout, poll).Should(ContainElements(v1.ReasonAlreadyClaimed, v1.ReasonSecretForeign))
 		Expect(k8s.Delete(ctx, blocked)).To(Succeed())
 		gone(blocked)
 	})

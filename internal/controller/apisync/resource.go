@@ -2,7 +2,6 @@ package apisync
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,76 +16,70 @@ import (
 // +kubebuilder:rbac:groups=polycrate.io,resources=hosts/status;k8svolumes/status;backups/status;backupschedules/status;certificates/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=polycrate.io,resources=hosts/finalizers;k8svolumes/finalizers;backups/finalizers;backupschedules/finalizers;certificates/finalizers,verbs=update
 
-// inventory is the Adapter of the inventory kinds (Host, K8sVolume, Backup,
-// BackupSchedule, Certificate): the same CRUD against one API resource, the
-// status in the shared SyncStatus; what differs is the payload and the lookup by
-// natural key.
-type inventory[O client.Object, D any, L any, R any] struct {
-	kind      string
-	finalizer string
-	newObj    func() O
-	list      func(ctx context.Context, c client.Client) ([]O, error)
-	status    func(O) *v1.SyncStatus
-	resource  func(*polycrate.Client) polycrate.Resource[D, L, R]
-	meta      func(*D) *polycrate.Meta
-	rowID     func(*L) string
-	payload   func(O, string) (R, error) // the CR and the local cluster's id
-	find      func(ctx context.Context, c *polycrate.Client, req R) (string, error)
-	// clusterFilter: the list accepts k8s_cluster (certificates do not).
+// resource is the adapter of one API resource: the same CRUD for every kind. A
+// kind gives its payload and its lookup by natural key; the Endpoint and K8sApp
+// adapters embed it and override only what differs.
+type resource[O Object, D, L, R any] struct {
+	api     func(*polycrate.Client) polycrate.Resource[D, L, R]
+	meta    func(*D) *polycrate.Meta
+	rowID   func(*L) string
+	payload func(O, string) (R, error) // the CR and the local cluster's id
+	find    func(ctx context.Context, c *polycrate.Client, req R) (string, error)
+	// clusterFilter: the list accepts k8s_cluster (hosts and certificates do not).
 	clusterFilter bool
 }
 
-func (a inventory[O, D, L, R]) Name() string                  { return a.kind }
-func (a inventory[O, D, L, R]) New() O                        { return a.newObj() }
-func (a inventory[O, D, L, R]) Finalizer() string             { return a.finalizer }
-func (a inventory[O, D, L, R]) PhaseName(phase string) string { return phase }
-func (a inventory[O, D, L, R]) List(ctx context.Context, c client.Client) ([]O, error) {
-	return a.list(ctx, c)
+// Lookup: nothing to read.
+func (a resource[O, D, L, R]) Lookup(context.Context, O) (R, error) {
+	var none R
+	return none, nil
 }
 
-func (a inventory[O, D, L, R]) Payload(o O, snap *opconfig.Snapshot) (any, error) {
+// Payload needs the local cluster.
+func (a resource[O, D, L, R]) Payload(o O, snap *opconfig.Snapshot, _ R) (R, error) {
 	cluster, err := snap.LocalCluster()
 	if err != nil {
-		return nil, err
+		var none R
+		return none, err
 	}
 	return a.payload(o, cluster)
 }
 
-func (a inventory[O, D, L, R]) Find(ctx context.Context, c *polycrate.Client, _ O, payload any) (string, error) {
-	return a.find(ctx, c, payload.(R))
+func (a resource[O, D, L, R]) Find(ctx context.Context, c *polycrate.Client, _ O, req R) (string, error) {
+	return a.find(ctx, c, req)
 }
 
-func (a inventory[O, D, L, R]) Create(ctx context.Context, c *polycrate.Client, payload any) (string, error) {
-	d, err := a.resource(c).Create(ctx, payload.(R))
+func (a resource[O, D, L, R]) Create(ctx context.Context, c *polycrate.Client, req R) (string, error) {
+	d, err := a.api(c).Create(ctx, req)
 	if err != nil {
 		return "", err
 	}
 	return a.meta(d).ID, nil
 }
 
-func (a inventory[O, D, L, R]) Update(ctx context.Context, c *polycrate.Client, id string, payload any) error {
-	_, err := a.resource(c).Update(ctx, id, payload.(R))
+func (a resource[O, D, L, R]) Update(ctx context.Context, c *polycrate.Client, id string, req R) error {
+	_, err := a.api(c).Update(ctx, id, req)
 	return err
 }
 
-func (a inventory[O, D, L, R]) Exists(ctx context.Context, c *polycrate.Client, id string) (bool, error) {
-	d, err := a.resource(c).Get(ctx, id)
+func (a resource[O, D, L, R]) Exists(ctx context.Context, c *polycrate.Client, id string) (bool, error) {
+	d, err := a.api(c).Get(ctx, id)
 	if polycrate.IsNotFound(err) {
 		return false, nil
 	}
 	return err == nil && !a.meta(d).IsDeleted, err
 }
 
-func (a inventory[O, D, L, R]) Delete(ctx context.Context, c *polycrate.Client, id string) error {
-	return a.resource(c).Delete(ctx, id)
+func (a resource[O, D, L, R]) Delete(ctx context.Context, c *polycrate.Client, id string) error {
+	return a.api(c).Delete(ctx, id)
 }
 
-func (a inventory[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error) {
+func (a resource[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error) {
 	q := polycrate.Query()
 	if a.clusterFilter && snap.LocalClusterID != "" {
 		q.Set("k8s_cluster", snap.LocalClusterID)
 	}
-	rows, err := a.resource(c).List(ctx, q)
+	rows, err := a.api(c).List(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -96,21 +89,6 @@ func (a inventory[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client,
 	}
 	return ids, nil
 }
-
-func (a inventory[O, D, L, R]) GetState(o O) State {
-	s := a.status(o)
-	return State{Phase: s.Phase, APIID: s.APIID, ConfigHash: s.ConfigHash, LastSyncedAt: s.LastSyncedAt,
-		Message: s.Message, Generation: s.ObservedGeneration}
-}
-
-func (a inventory[O, D, L, R]) SetState(o O, st State) {
-	s := a.status(o)
-	s.Phase, s.APIID, s.ConfigHash, s.LastSyncedAt, s.Message, s.ObservedGeneration =
-		st.Phase, st.APIID, st.ConfigHash, st.LastSyncedAt, st.Message, st.Generation
-	s.SyncStatus = strings.ToLower(st.Phase)
-}
-
-func (a inventory[O, D, L, R]) Conditions(o O) *[]metav1.Condition { return &a.status(o).Conditions }
 
 func strPtr(s string) *string {
 	if s == "" {
@@ -162,21 +140,14 @@ func sourceMetadata(ref *v1.SourceReference) map[string]any {
 	return m
 }
 
-// HostAdapter syncs Hosts to /api/v1/hosts/. The Node's providerID travels as
+// hostAdapter syncs Hosts to /api/v1/hosts/. The Node's providerID travels as
 // provider_reference (provider_id is read-only on hosts).
-func HostAdapter() Adapter[*v1.Host] {
-	return inventory[*v1.Host, polycrate.Host, polycrate.Row, polycrate.HostRequest]{
-		kind: "host", finalizer: v1.FinalizerHostCleanup, clusterFilter: false,
-		newObj: func() *v1.Host { return &v1.Host{} },
-		list: func(ctx context.Context, c client.Client) ([]*v1.Host, error) {
-			l := &v1.HostList{}
-			err := c.List(ctx, l)
-			return ptrs(l.Items), err
-		},
-		status:   func(h *v1.Host) *v1.SyncStatus { return &h.Status.SyncStatus },
-		resource: (*polycrate.Client).Hosts,
-		meta:     func(d *polycrate.Host) *polycrate.Meta { return &d.Meta },
-		rowID:    func(r *polycrate.Row) string { return r.ID },
+func hostAdapter() Adapter[*v1.Host, polycrate.HostRequest] {
+	return resource[*v1.Host, polycrate.Host, polycrate.Row, polycrate.HostRequest]{
+		clusterFilter: false,
+		api:           (*polycrate.Client).Hosts,
+		meta:          func(d *polycrate.Host) *polycrate.Meta { return &d.Meta },
+		rowID:         func(r *polycrate.Row) string { return r.ID },
 		payload: func(h *v1.Host, cluster string) (polycrate.HostRequest, error) {
 			s := h.Spec
 			display := s.Hostname
@@ -196,21 +167,14 @@ func HostAdapter() Adapter[*v1.Host] {
 	}
 }
 
-// K8sVolumeAdapter syncs K8sVolumes to /api/v1/kubernetes/volumes/ (natural key:
+// k8sVolumeAdapter syncs K8sVolumes to /api/v1/kubernetes/volumes/ (natural key:
 // cluster and the PV's UID as provider_object_id).
-func K8sVolumeAdapter() Adapter[*v1.K8sVolume] {
-	return inventory[*v1.K8sVolume, polycrate.K8sVolume, polycrate.K8sVolumeRow, polycrate.K8sVolumeRequest]{
-		kind: "k8svolume", finalizer: v1.FinalizerK8sVolumeCleanup, clusterFilter: true,
-		newObj: func() *v1.K8sVolume { return &v1.K8sVolume{} },
-		list: func(ctx context.Context, c client.Client) ([]*v1.K8sVolume, error) {
-			l := &v1.K8sVolumeList{}
-			err := c.List(ctx, l)
-			return ptrs(l.Items), err
-		},
-		status:   func(v *v1.K8sVolume) *v1.SyncStatus { return &v.Status.SyncStatus },
-		resource: (*polycrate.Client).K8sVolumes,
-		meta:     func(d *polycrate.K8sVolume) *polycrate.Meta { return &d.Meta },
-		rowID:    func(r *polycrate.K8sVolumeRow) string { return r.ID },
+func k8sVolumeAdapter() Adapter[*v1.K8sVolume, polycrate.K8sVolumeRequest] {
+	return resource[*v1.K8sVolume, polycrate.K8sVolume, polycrate.K8sVolumeRow, polycrate.K8sVolumeRequest]{
+		clusterFilter: true,
+		api:           (*polycrate.Client).K8sVolumes,
+		meta:          func(d *polycrate.K8sVolume) *polycrate.Meta { return &d.Meta },
+		rowID:         func(r *polycrate.K8sVolumeRow) string { return r.ID },
 		payload: func(v *v1.K8sVolume, cluster string) (polycrate.K8sVolumeRequest, error) {
 			s := v.Spec
 			req := polycrate.K8sVolumeRequest{Name: s.Name, K8sCluster: cluster, ProviderObjectName: strPtr(s.Name),
@@ -240,21 +204,14 @@ func K8sVolumeAdapter() Adapter[*v1.K8sVolume] {
 	}
 }
 
-// BackupAdapter syncs Backups to /api/v1/backups/backups/ (identity: name,
+// backupAdapter syncs Backups to /api/v1/backups/backups/ (identity: name,
 // provider, source namespace, cluster). Seed-only data travels in metadata.
-func BackupAdapter() Adapter[*v1.Backup] {
-	return inventory[*v1.Backup, polycrate.Backup, polycrate.BackupRow, polycrate.BackupRequest]{
-		kind: "backup", finalizer: v1.FinalizerBackupCleanup, clusterFilter: true,
-		newObj: func() *v1.Backup { return &v1.Backup{} },
-		list: func(ctx context.Context, c client.Client) ([]*v1.Backup, error) {
-			l := &v1.BackupList{}
-			err := c.List(ctx, l)
-			return ptrs(l.Items), err
-		},
-		status:   func(b *v1.Backup) *v1.SyncStatus { return &b.Status.SyncStatus },
-		resource: (*polycrate.Client).Backups,
-		meta:     func(d *polycrate.Backup) *polycrate.Meta { return &d.Meta },
-		rowID:    func(r *polycrate.BackupRow) string { return r.ID },
+func backupAdapter() Adapter[*v1.Backup, polycrate.BackupRequest] {
+	return resource[*v1.Backup, polycrate.Backup, polycrate.BackupRow, polycrate.BackupRequest]{
+		clusterFilter: true,
+		api:           (*polycrate.Client).Backups,
+		meta:          func(d *polycrate.Backup) *polycrate.Meta { return &d.Meta },
+		rowID:         func(r *polycrate.BackupRow) string { return r.ID },
 		payload: func(b *v1.Backup, cluster string) (polycrate.BackupRequest, error) {
 			s := b.Spec
 			md := sourceMetadata(s.Source)
@@ -282,21 +239,14 @@ func BackupAdapter() Adapter[*v1.Backup] {
 	}
 }
 
-// BackupScheduleAdapter syncs BackupSchedules to /api/v1/backups/backup-schedules/;
+// backupScheduleAdapter syncs BackupSchedules to /api/v1/backups/backup-schedules/;
 // last_backup_name (absent from the API) travels in metadata.
-func BackupScheduleAdapter() Adapter[*v1.BackupSchedule] {
-	return inventory[*v1.BackupSchedule, polycrate.BackupSchedule, polycrate.BackupRow, polycrate.BackupScheduleRequest]{
-		kind: "backupschedule", finalizer: v1.FinalizerBackupScheduleCleanup, clusterFilter: true,
-		newObj: func() *v1.BackupSchedule { return &v1.BackupSchedule{} },
-		list: func(ctx context.Context, c client.Client) ([]*v1.BackupSchedule, error) {
-			l := &v1.BackupScheduleList{}
-			err := c.List(ctx, l)
-			return ptrs(l.Items), err
-		},
-		status:   func(b *v1.BackupSchedule) *v1.SyncStatus { return &b.Status.SyncStatus },
-		resource: (*polycrate.Client).BackupSchedules,
-		meta:     func(d *polycrate.BackupSchedule) *polycrate.Meta { return &d.Meta },
-		rowID:    func(r *polycrate.BackupRow) string { return r.ID },
+func backupScheduleAdapter() Adapter[*v1.BackupSchedule, polycrate.BackupScheduleRequest] {
+	return resource[*v1.BackupSchedule, polycrate.BackupSchedule, polycrate.BackupRow, polycrate.BackupScheduleRequest]{
+		clusterFilter: true,
+		api:           (*polycrate.Client).BackupSchedules,
+		meta:          func(d *polycrate.BackupSchedule) *polycrate.Meta { return &d.Meta },
+		rowID:         func(r *polycrate.BackupRow) string { return r.ID },
 		payload: func(b *v1.BackupSchedule, cluster string) (polycrate.BackupScheduleRequest, error) {
 			s := b.Spec
 			md := sourceMetadata(s.Source)
@@ -321,21 +271,14 @@ func BackupScheduleAdapter() Adapter[*v1.BackupSchedule] {
 	}
 }
 
-// CertificateAdapter syncs Certificates to /api/v1/certificates/ (identity: name,
+// certificateAdapter syncs Certificates to /api/v1/certificates/ (identity: name,
 // namespace, cluster); the cert-manager source travels in metadata.
-func CertificateAdapter() Adapter[*v1.Certificate] {
-	return inventory[*v1.Certificate, polycrate.Certificate, polycrate.CertificateRow, polycrate.CertificateRequest]{
-		kind: "certificate", finalizer: v1.FinalizerCertificateCleanup, clusterFilter: false,
-		newObj: func() *v1.Certificate { return &v1.Certificate{} },
-		list: func(ctx context.Context, c client.Client) ([]*v1.Certificate, error) {
-			l := &v1.CertificateList{}
-			err := c.List(ctx, l)
-			return ptrs(l.Items), err
-		},
-		status:   func(x *v1.Certificate) *v1.SyncStatus { return &x.Status.SyncStatus },
-		resource: (*polycrate.Client).Certificates,
-		meta:     func(d *polycrate.Certificate) *polycrate.Meta { return &d.Meta },
-		rowID:    func(r *polycrate.CertificateRow) string { return r.ID },
+func certificateAdapter() Adapter[*v1.Certificate, polycrate.CertificateRequest] {
+	return resource[*v1.Certificate, polycrate.Certificate, polycrate.CertificateRow, polycrate.CertificateRequest]{
+		clusterFilter: false,
+		api:           (*polycrate.Client).Certificates,
+		meta:          func(d *polycrate.Certificate) *polycrate.Meta { return &d.Meta },
+		rowID:         func(r *polycrate.CertificateRow) string { return r.ID },
 		payload: func(x *v1.Certificate, cluster string) (polycrate.CertificateRequest, error) {
 			s := x.Spec
 			md := map[string]any{}
@@ -362,14 +305,6 @@ func CertificateAdapter() Adapter[*v1.Certificate] {
 			return row.ID, nil
 		},
 	}
-}
-
-func ptrs[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
 
 func deref(s *string) string {

@@ -1,7 +1,4 @@
-// Package agent is the operator as an agent of the Polycrate API: its connection
-// (URL, token, client), its stable identity, and the health report that registers
-// it, keeps it alive and resolves its workspace.
-package agent
+package polycrate
 
 import (
 	"context"
@@ -12,12 +9,11 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-
-	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
-// ErrNotConnected is returned by a token source while no token is configured.
-var ErrNotConnected = errors.New("no Polycrate API token configured")
+// ErrNotConnected: there is no connection (no token configured yet); whoever
+// needs the API waits for one.
+var ErrNotConnected = errors.New("not connected to the Polycrate API")
 
 // Connection is the operator's link to the API: the client for the configured URL
 // and the current token. The OperatorConfig controller configures it; the agent
@@ -27,14 +23,14 @@ type Connection struct {
 	url     string
 	ca      string
 	token   string
-	client  *polycrate.Client
-	opts    polycrate.Options
+	client  *Client
+	opts    Options
 	version int // increments on every change
 }
 
 // NewConnection prepares a connection; opts carries the user agent and metrics
 // (BaseURL and Token are set by Configure).
-func NewConnection(opts polycrate.Options) *Connection {
+func NewConnection(opts Options) *Connection {
 	return &Connection{opts: opts}
 }
 
@@ -63,7 +59,7 @@ func (c *Connection) Configure(url, caPEM, token string) (bool, error) {
 			}
 			o.HTTPClient = hc
 		}
-		cl, err := polycrate.New(o)
+		cl, err := New(o)
 		if err != nil {
 			return false, err
 		}
@@ -88,7 +84,7 @@ func (c *Connection) Disconnect() {
 }
 
 // Client is the API client, or nil while the operator has no URL and token.
-func (c *Connection) Client() *polycrate.Client {
+func (c *Connection) Client() *Client {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.client

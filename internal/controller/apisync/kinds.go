@@ -1,0 +1,167 @@
+package apisync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// Kinds is the registry of synced kinds: the manager's wiring and the cleanup
+// command both read it, so a new kind is one adapter and one line here, and
+// cleanup cannot drift from what the finalizers do.
+func Kinds(d Deps) []Registered {
+	return []Registered{
+		Kind[*v1.Endpoint, polycrate.EndpointRequest]{Kind: "Endpoint", Finalizer: v1.FinalizerEndpointCleanup,
+			New: func() *v1.Endpoint { return &v1.Endpoint{} }, NewList: func() client.ObjectList { return &v1.EndpointList{} },
+			Adapter: endpointAdapter(d.Reader), Related: []Related{endpointsClaiming}},
+		Kind[*v1.K8sApp, polycrate.K8sAppRequest]{Kind: "K8sApp", Finalizer: v1.FinalizerK8sAppCleanup,
+			New: func() *v1.K8sApp { return &v1.K8sApp{} }, NewList: func() client.ObjectList { return &v1.K8sAppList{} },
+			Adapter: k8sAppAdapter(d.PodDetails)},
+		Kind[*v1.Host, polycrate.HostRequest]{Kind: "Host", Finalizer: v1.FinalizerHostCleanup,
+			New: func() *v1.Host { return &v1.Host{} }, NewList: func() client.ObjectList { return &v1.HostList{} },
+			Adapter: hostAdapter()},
+		Kind[*v1.K8sVolume, polycrate.K8sVolumeRequest]{Kind: "K8sVolume", Finalizer: v1.FinalizerK8sVolumeCleanup,
+			New: func() *v1.K8sVolume { return &v1.K8sVolume{} }, NewList: func() client.ObjectList { return &v1.K8sVolumeList{} },
+			Adapter: k8sVolumeAdapter()},
+		Kind[*v1.Backup, polycrate.BackupRequest]{Kind: "Backup", Finalizer: v1.FinalizerBackupCleanup,
+			New: func() *v1.Backup { return &v1.Backup{} }, NewList: func() client.ObjectList { return &v1.BackupList{} },
+			Adapter: backupAdapter()},
+		Kind[*v1.BackupSchedule, polycrate.BackupScheduleRequest]{Kind: "BackupSchedule", Finalizer: v1.FinalizerBackupScheduleCleanup,
+			New: func() *v1.BackupSchedule { return &v1.BackupSchedule{} }, NewList: func() client.ObjectList { return &v1.BackupScheduleList{} },
+			Adapter: backupScheduleAdapter()},
+		Kind[*v1.Certificate, polycrate.CertificateRequest]{Kind: "Certificate", Finalizer: v1.FinalizerCertificateCleanup,
+			New: func() *v1.Certificate { return &v1.Certificate{} }, NewList: func() client.ObjectList { return &v1.CertificateList{} },
+			Adapter: certificateAdapter()},
+	}
+}
+
+// Deps are what the adapters' Lookup steps read.
+type Deps struct {
+	// Reader reads the K8sApp an Endpoint claims (its API id becomes k8s_app).
+	Reader client.Reader
+	// PodDetails returns a K8sApp's pods_details (from the Pod store); nil sends none.
+	PodDetails func(ctx context.Context, app *v1.K8sApp) any
+}
+
+// Registered is a synced kind as the wiring and cleanup see it.
+type Registered interface {
+	// CRKind is the CR's kind, e.g. "Endpoint".
+	CRKind() string
+	// Setup adds the kind's sync to the manager.
+	Setup(mgr manager.Manager, o Options) (Syncer, error)
+	// Retire deletes (K8sApp: retires) the API object of one CR as its finalizer
+	// would: by the id in its status, else by its natural key (snap names the
+	// local cluster; nil skips the lookup). 404 counts as done.
+	Retire(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot, obj client.Object) error
+}
+
+// Syncer is a running sync.
+type Syncer interface {
+	// Repair runs one self-repair pass now.
+	Repair(ctx context.Context)
+}
+
+// Options are what every sync is set up with.
+type Options struct {
+	Config   *opconfig.Store
+	Conn     *polycrate.Connection
+	Recorder recorder.EventRecorder
+	Log      logr.Logger
+	// Verify is how often self-repair lists the API objects (default 5 minutes).
+	Verify        time.Duration
+	MaxConcurrent int
+}
+
+// Kind is one synced kind: its CR and its adapter.
+type Kind[O Object, P any] struct {
+	Kind      string // the CR's kind
+	Finalizer string // the cleanup finalizer on its CRs
+	New       func() O
+	NewList   func() client.ObjectList
+	Adapter   Adapter[O, P]
+	// Related are other kinds whose changes wake objects of this kind (a K8sApp
+	// getting its API id wakes the Endpoints that claim it).
+	Related []Related
+}
+
+// Related is a kind whose changes map to objects of the synced kind.
+type Related struct {
+	Object client.Object
+	Map    func(c client.Client) handler.MapFunc
+}
+
+// CRKind is the CR's kind.
+func (k Kind[O, P]) CRKind() string { return k.Kind }
+
+func (k Kind[O, P]) name() string { return strings.ToLower(k.Kind) }
+
+// Setup adds the kind's reconciler to the manager.
+func (k Kind[O, P]) Setup(mgr manager.Manager, o Options) (Syncer, error) {
+	r := &Reconciler[O, P]{Client: mgr.GetClient(), Kind: k, Config: o.Config, Conn: o.Conn,
+		Events: controller.Events{Recorder: o.Recorder, Action: "Sync"}, Log: o.Log, Verify: o.Verify}
+	if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
+		return nil, fmt.Errorf("setting up the %s sync: %w", k.Kind, err)
+	}
+	return r, nil
+}
+
+// list lists every CR of the kind.
+func (k Kind[O, P]) list(ctx context.Context, c client.Reader) ([]client.Object, error) {
+	return controller.ListObjects(ctx, c, k.NewList())
+}
+
+// findOwn looks up by natural key what this CR's create would have made. The
+// payload is built without its lookups (they fill links, never the natural key).
+func (k Kind[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *opconfig.Snapshot) (string, error) {
+	if snap == nil {
+		return "", nil
+	}
+	var none P
+	payload, err := k.Adapter.Payload(obj, snap, none)
+	if err != nil {
+		// No payload (no local cluster, invalid spec): no create could have been sent.
+		return "", nil
+	}
+	if f, ok := k.Adapter.(DeleteFinder[O, P]); ok {
+		return f.FindOwn(ctx, c, obj, payload)
+	}
+	return k.Adapter.Find(ctx, c, obj, payload)
+}
+
+// Retire deletes the API object of one CR (see Registered).
+func (k Kind[O, P]) Retire(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot, obj client.Object) error {
+	o, ok := obj.(O)
+	if !ok {
+		u, isU := obj.(*unstructured.Unstructured)
+		if !isU {
+			return fmt.Errorf("not a %s: %T", k.Kind, obj)
+		}
+		o = k.New()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
+			return fmt.Errorf("reading %s %s: %w", k.Kind, u.GetName(), err)
+		}
+	}
+	id := o.SyncState().APIID
+	if id == "" {
+		found, err := k.findOwn(ctx, c, o, snap)
+		if err != nil || found == "" {
+			return err
+		}
+		id = found
+	}
+	return polycrate.IgnoreNotFound(k.Adapter.Delete(ctx, c, id))
+}

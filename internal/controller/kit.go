@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// The reconcile kit. Every reconciler that owns a CR follows one skeleton
+// (docs/architecture.md "The reconciler skeleton"):
+//
+//	obj := get(req)                      // NotFound → done
+//	if deleting(obj) { patcher; finalize; remove the finalizer }
+//	EnsureFinalizer(obj)                 // its own metadata patch, before anything else
+//	patcher := NewStatusPatcher(obj)     // after the last metadata write
+//	defer patcher.Done(obj, success)     // one merge patch of what changed
+//	steps…                               // each may end early with an Outcome
+
+// Object is a CR the kit reconciles: the status accessors of api/v1alpha1.
+type Object interface {
+	client.Object
+	// StatusConditions points at status.conditions.
+	StatusConditions() *[]metav1.Condition
+	// MarkObserved sets status.observedGeneration to the generation: the status
+	// describes this generation (only on a successful reconcile).
+	MarkObserved()
+}
+
+// EnsureFinalizer adds the finalizer with a patch of its own (metadata, not
+// status); it reports whether it had to.
+func EnsureFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) (bool, error) {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return false, nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
+}
+
+// RemoveFinalizer removes the finalizer (a gone object is no error).
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	return client.IgnoreNotFound(c.Patch(ctx, obj, patch))
+}
+
+// StatusPatcher writes a reconcile's status changes in one merge patch of just
+// the fields that changed (another controller may own other status fields, and
+// a conflict would lose what the API already took). Make it after the
+// reconcile's last metadata write, so that the patch carries status only.
+type StatusPatcher struct {
+	c      client.Client
+	before client.Object
+}
+
+// NewStatusPatcher remembers obj as it is now.
+func NewStatusPatcher(c client.Client, obj client.Object) *StatusPatcher {
+	return &StatusPatcher{c: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// Done marks the object observed when the reconcile succeeded and writes what
+// changed; it reports whether it wrote. A gone object is no error.
+func (p *StatusPatcher) Done(ctx context.Context, obj Object, success bool) (bool, error) {
+	if success {
+		obj.MarkObserved()
+	}
+	return p.Patch(ctx, obj)
+}
+
+// Patch writes what changed since the patcher was made (or last wrote). Outside
+// Done it is for a step that must be visible before a slow call, and says so.
+func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, error) {
+	if equality.Semantic.DeepEqual(p.before, obj) {
+		return false, nil
+	}
+	if err := p.c.Status().Patch(ctx, obj, client.MergeFrom(p.before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("writing the status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	p.before = obj.DeepCopyObject().(client.Object)
+	return true, nil
+}
+
+// Events emits a controller's events; Action names what it was doing ("Sync").
+type Events struct {
+	Recorder recorder.EventRecorder
+	Action   string
+}
+
+// Event emits one event (nothing without a recorder).
+func (e Events) Event(obj client.Object, typ, reason, msg string) {
+	if e.Recorder != nil {
+		e.Recorder.Eventf(obj, nil, typ, reason, e.Action, "%s", msg)
+	}
+}
+
+// Condition sets a condition and, when announce is set and its status or reason
+// changed, emits the event the transition calls for: a Warning when it turned
+// False, a Normal when it turned True after being False. Retries that change
+// nothing emit nothing. It reports whether the condition transitioned.
+func (e Events) Condition(obj Object, c metav1.Condition, announce bool) bool {
+	c.ObservedGeneration = obj.GetGeneration()
+	prev, transitioned := SetCondition(obj.StatusConditions(), c)
+	if !transitioned || !announce {
+		return transitioned
+	}
+	msg := c.Message
+	if c.Type != "Ready" {
+		msg = c.Type + ": " + msg
+	}
+	switch {
+	case c.Status == metav1.ConditionFalse:
+		e.Event(obj, "Warning", c.Reason, msg)
+	case c.Status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
+		e.Event(obj, "Normal", c.Reason, msg)
+	}
+	return transitioned
+}
+
+// Ready sets the Ready condition (see Condition).
+func (e Events) Ready(obj Object, status metav1.ConditionStatus, reason, msg string, announce bool) bool {
+	return e.Condition(obj, metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: msg}, announce)
+}
