@@ -79,7 +79,6 @@ const (
 	FinalizerBackupScheduleCleanup = "polycrate.io/backupschedule-cleanup"
 	FinalizerCertificateCleanup    = "polycrate.io/certificate-cleanup"
 	FinalizerS3BucketCleanup       = "polycrate.io/s3bucket-cleanup"
-	FinalizerK8sClusterCleanup     = "polycrate.io/k8scluster-cleanup"
 )
 
 // Condition types.
@@ -88,13 +87,11 @@ const (
 	ConditionAPIConnected           = "APIConnected"
 	ConditionWorkspaceResolved      = "WorkspaceResolved"
 	ConditionLocalClusterRegistered = "LocalClusterRegistered"
-	ConditionSynced                 = "Synced"
 )
 
 // Condition reasons shared by the controllers.
 const (
 	ReasonSynced                 = "Synced"
-	ReasonReconciling            = "Reconciling"
 	ReasonInvalidSpec            = "InvalidSpec"
 	ReasonAPIError               = "APIError"
 	ReasonAPIUnavailable         = "APIUnavailable"
@@ -112,7 +109,6 @@ const (
 	ReasonDeleting               = "Deleting"
 	ReasonRecreated              = "Recreated"
 	ReasonAdopted                = "Adopted"
-	ReasonConflict               = "Conflict"
 	ReasonUnreachable            = "Unreachable"
 	ReasonInvalidCACertificate   = "InvalidCACertificate"
 	ReasonAPIRedirect            = "APIRedirect"
@@ -128,13 +124,6 @@ const (
 	ReasonBucketNameTaken        = "BucketNameTaken"
 	ReasonAlreadyClaimed         = "AlreadyClaimed"
 	ReasonQuotaExceeded          = "QuotaExceeded"
-)
-
-// Sync status values (the snake_case kinds' status.sync_status).
-const (
-	SyncStatusPending = "pending"
-	SyncStatusSynced  = "synced"
-	SyncStatusError   = "error"
 )
 
 // Condition types and reasons of single controllers.

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -104,7 +104,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // the active replica reports.
 type Reporter struct {
 	Conn     *polycrate.Connection
-	Config   *opconfig.Store
+	Config   *liveconfig.Store
 	State    *State
 	Metrics  *Metrics
 	Identity func(ctx context.Context) (string, error)
@@ -189,7 +189,7 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 		interval = time.Duration(snap.Spec.APISync.HealthReportIntervalSeconds) * time.Second
 	}
 	c := r.Conn.Client()
-	if snap == nil || !opconfig.Enabled(snap.Spec.APISync.Enabled) || c == nil {
+	if snap == nil || !liveconfig.Enabled(snap.Spec.APISync.Enabled) || c == nil {
 		return interval // nothing to report to; ReportNow wakes us when that changes
 	}
 	id, err := r.Identity(ctx)

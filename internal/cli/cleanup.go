@@ -22,7 +22,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/crds"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -88,7 +88,7 @@ func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOp
 		}
 	}
 	var api *polycrate.Client
-	var snap *opconfig.Snapshot
+	var snap *liveconfig.Snapshot
 	if o.RetireAPI && !o.DryRun {
 		var err error
 		if api, snap, err = apiClientFromCluster(ctx, c, o.Namespace); err != nil {
@@ -207,12 +207,12 @@ func stripFinalizers(ctx context.Context, c client.Client, out io.Writer, gvk sc
 // apiClientFromCluster builds an API client from the OperatorConfig and its token
 // Secret, and the configuration snapshot (the local cluster) that natural-key
 // lookups of CRs without an API id need.
-func apiClientFromCluster(ctx context.Context, c client.Client, namespace string) (*polycrate.Client, *opconfig.Snapshot, error) {
+func apiClientFromCluster(ctx context.Context, c client.Client, namespace string) (*polycrate.Client, *liveconfig.Snapshot, error) {
 	oc := &v1.OperatorConfig{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: v1.DefaultOperatorConfigName}, oc); err != nil {
 		return nil, nil, fmt.Errorf("reading OperatorConfig %s/%s: %w", namespace, v1.DefaultOperatorConfigName, err)
 	}
-	snap := &opconfig.Snapshot{Namespace: namespace, Generation: oc.Generation, Spec: oc.Spec}
+	snap := &liveconfig.Snapshot{Namespace: namespace, Generation: oc.Generation, Spec: oc.Spec}
 	if lc := oc.Status.LocalCluster; lc != nil {
 		snap.LocalClusterID = lc.ClusterID
 	}

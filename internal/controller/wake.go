@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // Waker enqueues objects from outside the watches: every object of a kind when
@@ -39,7 +39,7 @@ func (w *Waker) Wake(ctx context.Context, objs ...client.Object) {
 
 // OnConfigChange runs fn (on the leader) after each change of the live
 // configuration, until the manager stops.
-func OnConfigChange(mgr manager.Manager, cfg *opconfig.Store, fn func(context.Context)) error {
+func OnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, fn func(context.Context)) error {
 	changes := cfg.Subscribe()
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for {
@@ -55,7 +55,7 @@ func OnConfigChange(mgr manager.Manager, cfg *opconfig.Store, fn func(context.Co
 
 // WakeOnConfigChange enqueues every object list returns after each change of
 // the live configuration (a new connection, local cluster or switch).
-func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *opconfig.Store, list func(context.Context) ([]client.Object, error)) error {
+func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, list func(context.Context) ([]client.Object, error)) error {
 	return OnConfigChange(mgr, cfg, func(ctx context.Context) {
 		if objs, err := list(ctx); err == nil {
 			w.Wake(ctx, objs...)

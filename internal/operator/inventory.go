@@ -7,8 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/polycrate/polycrate-operator/internal/controller/inventory"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/inventory"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // setupInventory wires the inventory mirrors (discovery; their API syncs are registered kinds).
@@ -17,9 +17,9 @@ func setupInventory(mgr ctrl.Manager, op *Operator, o Options) error {
 		All(context.Context, client.Client)
 	}{}
 	log := mgr.GetLogger().WithName("inventory")
-	var nodes func(*opconfig.Snapshot) int32 // node_discovery has no interval of its own: every 10 minutes
-	backups := func(s *opconfig.Snapshot) int32 { return s.Spec.BackupDiscovery.StaleCleanupMinutes }
-	certs := func(s *opconfig.Snapshot) int32 { return s.Spec.CertificateDiscovery.StaleCleanupMinutes }
+	var nodes func(*liveconfig.Snapshot) int32 // node_discovery has no interval of its own: every 10 minutes
+	backups := func(s *liveconfig.Snapshot) int32 { return s.Spec.BackupDiscovery.StaleCleanupMinutes }
+	certs := func(s *liveconfig.Snapshot) int32 { return s.Spec.CertificateDiscovery.StaleCleanupMinutes }
 	hosts := &inventory.HostMirror{OnError: func(msg string) { log.Info(msg) }}
 
 	if err := mirror(mgr, op, o, hosts, "", nodes); err != nil {
@@ -47,7 +47,7 @@ func setupInventory(mgr ctrl.Manager, op *Operator, o Options) error {
 	return nil
 }
 
-func mirror[S client.Object](mgr ctrl.Manager, op *Operator, o Options, m inventory.Mirror[S], crd string, stale func(*opconfig.Snapshot) int32) error {
+func mirror[S client.Object](mgr ctrl.Manager, op *Operator, o Options, m inventory.Mirror[S], crd string, stale func(*liveconfig.Snapshot) int32) error {
 	r := &inventory.Reconciler[S]{Client: mgr.GetClient(), Config: op.Config, Recorder: mgr.GetEventRecorder("polycrate-operator"),
 		Log: mgr.GetLogger().WithName("inventory"), Mirror: m}
 	if crd != "" {

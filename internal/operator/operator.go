@@ -28,13 +28,13 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
-	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
-	"github.com/polycrate/polycrate-operator/internal/controller/k8sapp"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/endpoints"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/k8sapps"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
@@ -57,7 +57,7 @@ type Options struct {
 
 // Operator is what Setup built; tests and later controllers use its parts.
 type Operator struct {
-	Config   *opconfig.Store
+	Config   *liveconfig.Store
 	Conn     *polycrate.Connection
 	Health   *agent.State
 	Reporter *agent.Reporter
@@ -65,9 +65,9 @@ type Operator struct {
 	// Syncs are the API syncs of the registered kinds (apisync.Kinds), by CR kind.
 	Syncs map[string]apisync.Syncer
 	// Sweep deletes discovered Endpoints whose source is gone.
-	Sweep *discovery.Sweep
+	Sweep *endpoints.Sweep
 	// HTTPRoutes starts HTTPRoute discovery when the Gateway API appears.
-	HTTPRoutes *discovery.HTTPRouteStarter
+	HTTPRoutes *endpoints.HTTPRouteStarter
 	// S3Buckets provisions S3Bucket CRs.
 	S3Buckets *s3bucket.Reconciler
 	// Gate starts the controllers of third-party kinds while their CRDs are served.
@@ -77,9 +77,9 @@ type Operator struct {
 		All(context.Context, client.Client)
 	}
 	// Apps discovers K8sApps.
-	Apps *k8sapp.Discovery
+	Apps *k8sapps.Discovery
 	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
-	Pods    *k8sapp.PodStore
+	Pods    *k8sapps.PodStore
 	Secrets *slimcache.Store[slimcache.Meta]
 }
 
@@ -95,7 +95,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		healthMetrics = nil
 	}
 	op := &Operator{
-		Config: &opconfig.Store{},
+		Config: &liveconfig.Store{},
 		Health: agent.NewState(),
 		Errors: &agent.ErrorReporter{Interval: o.ErrorReportInterval},
 	}
@@ -155,24 +155,24 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
 	}
 	// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
-	ingress, route := discovery.IngressInspector{}, discovery.HTTPRouteInspector{}
-	newSource := func(in discovery.Inspector, others ...discovery.Inspector) *discovery.SourceReconciler {
-		return &discovery.SourceReconciler{Client: mgr.GetClient(), Config: op.Config, Inspector: in, Others: others,
+	ingress, route := endpoints.IngressInspector{}, endpoints.HTTPRouteInspector{}
+	newSource := func(in endpoints.Inspector, others ...endpoints.Inspector) *endpoints.SourceReconciler {
+		return &endpoints.SourceReconciler{Client: mgr.GetClient(), Config: op.Config, Inspector: in, Others: others,
 			Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery")}
 	}
-	if err := discovery.SetupIngress(mgr, newSource(ingress, route), o.MaxConcurrentReconciles); err != nil {
+	if err := endpoints.SetupIngress(mgr, newSource(ingress, route), o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up Ingress discovery: %w", err)
 	}
 	op.Gate = &crdgate.Gate{Mgr: mgr, Log: mgr.GetLogger().WithName("crd-gate")}
-	op.HTTPRoutes = &discovery.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles, Gate: op.Gate}
-	if err := discovery.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
+	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles, Gate: op.Gate}
+	if err := endpoints.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
 		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
 	}
 	// Pods and Secrets are watched cluster-wide into compact stores of their own,
 	// never into the manager's cache: counted Pods as what K8sApp status needs,
 	// meta-Secrets and S3Bucket credentials Secrets by metadata, and nothing at all
 	// of every other Pod and Secret (docs/performance.md).
-	pods, err := k8sapp.NewPodStore(mgr.GetConfig())
+	pods, err := k8sapps.NewPodStore(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +197,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Pods, op.Secrets = pods, secretStore
 
 	// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs → /api/v1/kubernetes/apps/.
-	apps := &k8sapp.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, HTTPRoutes: op.HTTPRoutes.Started,
+	apps := &k8sapps.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, HTTPRoutes: op.HTTPRoutes.Started,
 		Pods: pods, Secrets: secretStore, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery-k8sapp")}
-	if op.Apps, err = k8sapp.Setup(mgr, apps, o.MaxConcurrentReconciles); err != nil {
+	if op.Apps, err = k8sapps.Setup(mgr, apps, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up K8sApp discovery: %w", err)
 	}
 	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
@@ -229,7 +229,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up S3Bucket provisioning: %w", err)
 	}
 
-	op.Sweep = &discovery.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
+	op.Sweep = &endpoints.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
 	if err := op.Sweep.Setup(mgr); err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/manager"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
@@ -256,7 +256,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		// No cluster in the workspace and no cluster_name: none is created.
 		c := condition(v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated)
 		_, gateErr := op.Config.Get().LocalCluster()
-		Expect(gateErr).To(MatchError(opconfig.ErrNoLocalCluster))
+		Expect(gateErr).To(MatchError(liveconfig.ErrNoLocalCluster))
 		Expect(c.Message).To(ContainSubstring("cluster_name is not set"))
 		Expect(apiClient(emulator.DevAgentToken).K8sClusters().List(ctx, nil)).To(BeEmpty())
 		condition(v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected)

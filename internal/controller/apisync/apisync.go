@@ -46,7 +46,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -64,8 +64,8 @@ type Adapter[O Object, P any] interface {
 	Lookup(ctx context.Context, obj O) (P, error)
 	// Payload completes the API body from the object and the configuration,
 	// starting from what Lookup filled. Pure. An error wrapping
-	// opconfig.ErrNoLocalCluster means wait; any other is bad input.
-	Payload(obj O, snap *opconfig.Snapshot, looked P) (P, error)
+	// liveconfig.ErrNoLocalCluster means wait; any other is bad input.
+	Payload(obj O, snap *liveconfig.Snapshot, looked P) (P, error)
 	// Find looks the API object up by its natural key ("" when absent).
 	Find(ctx context.Context, c *polycrate.Client, obj O, payload P) (string, error)
 	Create(ctx context.Context, c *polycrate.Client, payload P) (string, error)
@@ -75,7 +75,7 @@ type Adapter[O Object, P any] interface {
 	// Delete deletes (or retires) the object.
 	Delete(ctx context.Context, c *polycrate.Client, id string) error
 	// LiveIDs lists the ids of the kind's API objects (for self-repair), in few requests.
-	LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error)
+	LiveIDs(ctx context.Context, c *polycrate.Client, snap *liveconfig.Snapshot) (map[string]bool, error)
 }
 
 // Preparer is an optional Adapter part: work against the API before the payload
@@ -109,7 +109,7 @@ const IndexAPIID = "polycrate.io/api-id"
 type Reconciler[O Object, P any] struct {
 	Client client.Client
 	Kind   Kind[O, P]
-	Config *opconfig.Store
+	Config *liveconfig.Store
 	Conn   *polycrate.Connection
 	Events controller.Events
 	Log    logr.Logger
@@ -225,7 +225,7 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 		return controller.Waiting("", "", 0) // just started: the configuration change wakes every object
 	case snap == nil:
 		return controller.Waiting(v1.ReasonOperatorConfigMissing, "no OperatorConfig: nothing is synced to the Polycrate API", 0)
-	case !opconfig.Enabled(snap.Spec.APISync.Enabled):
+	case !liveconfig.Enabled(snap.Spec.APISync.Enabled):
 		return controller.Waiting(v1.ReasonDisabled, "api_sync.enabled is false", 0)
 	}
 	if p, ok := r.Kind.Adapter.(Preparer[O]); ok {
@@ -241,7 +241,7 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 	}
 	payload, err := r.Kind.Adapter.Payload(obj, snap, looked)
 	switch {
-	case errors.Is(err, opconfig.ErrNoLocalCluster):
+	case errors.Is(err, liveconfig.ErrNoLocalCluster):
 		// The configuration change that registers the cluster wakes every object;
 		// the requeue is only a safety net should that wake be missed.
 		return controller.Waiting(v1.ReasonWaitingForLocalCluster, err.Error(), controller.RequeueLocalCluster)
@@ -349,7 +349,7 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 		switch {
 		case id == "" && snap == nil && !r.Config.Loaded():
 			return reconcile.Result{RequeueAfter: controller.RequeueNotConnected}, false, nil // just started: the configuration's arrival wakes it
-		case id == "" && (snap == nil || !opconfig.Enabled(snap.Spec.APISync.Enabled)):
+		case id == "" && (snap == nil || !liveconfig.Enabled(snap.Spec.APISync.Enabled)):
 			// API sync is off (or unconfigured): the operator may not ask the API,
 			// and no object of this CR is known there.
 			return r.release(ctx, obj)
@@ -388,7 +388,7 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 }
 
 // findOwn looks up by natural key what this CR's create would have made.
-func (r *Reconciler[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *opconfig.Snapshot) (string, error) {
+func (r *Reconciler[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *liveconfig.Snapshot) (string, error) {
 	return r.Kind.findOwn(ctx, c, obj, snap)
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkEndpointPayloadHash(b *testing.B) {
 		Spec: v1.EndpointSpec{RemoteAddress: "api.example.com", RemotePort: 443, Path: "/health", TLS: ptr.To(true),
 			Timeout: 10, Interval: 60, ExpectedStatusCodes: []int32{200, 204}, ExpectedBody: "ok"},
 	}
-	snap := &opconfig.Snapshot{LocalClusterID: "0b9d1c1e-1111-4222-8333-444455556666"}
+	snap := &liveconfig.Snapshot{LocalClusterID: "0b9d1c1e-1111-4222-8333-444455556666"}
 	a := endpointAdapter(nil)
 	first := ""
 	b.ReportAllocs()

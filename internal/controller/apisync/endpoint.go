@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -72,7 +72,7 @@ func (a endpoints) Lookup(ctx context.Context, ep *v1.Endpoint) (polycrate.Endpo
 
 // Payload maps the CR to EndpointRequest (docs/annotations.md "How the check
 // reaches the API"); the local cluster is linked when known.
-func (a endpoints) Payload(ep *v1.Endpoint, snap *opconfig.Snapshot, looked polycrate.EndpointRequest) (polycrate.EndpointRequest, error) {
+func (a endpoints) Payload(ep *v1.Endpoint, snap *liveconfig.Snapshot, looked polycrate.EndpointRequest) (polycrate.EndpointRequest, error) {
 	s := ep.Spec
 	if s.RemoteAddress == "" {
 		return looked, errors.New("spec.remoteAddress is empty")

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -50,7 +50,7 @@ func (a k8sApps) Lookup(ctx context.Context, app *v1.K8sApp) (polycrate.K8sAppRe
 }
 
 // Payload is the generic one with the looked-up pods' details.
-func (a k8sApps) Payload(app *v1.K8sApp, snap *opconfig.Snapshot, looked polycrate.K8sAppRequest) (polycrate.K8sAppRequest, error) {
+func (a k8sApps) Payload(app *v1.K8sApp, snap *liveconfig.Snapshot, looked polycrate.K8sAppRequest) (polycrate.K8sAppRequest, error) {
 	req, err := a.resource.Payload(app, snap, looked)
 	req.PodsDetails = looked.PodsDetails
 	return req, err

@@ -16,7 +16,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -66,7 +66,7 @@ type Registered interface {
 	// Retire deletes (K8sApp: retires) the API object of one CR as its finalizer
 	// would: by the id in its status, else by its natural key (snap names the
 	// local cluster; nil skips the lookup). 404 counts as done.
-	Retire(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot, obj client.Object) error
+	Retire(ctx context.Context, c *polycrate.Client, snap *liveconfig.Snapshot, obj client.Object) error
 }
 
 // Syncer is a running sync.
@@ -77,7 +77,7 @@ type Syncer interface {
 
 // Options are what every sync is set up with.
 type Options struct {
-	Config   *opconfig.Store
+	Config   *liveconfig.Store
 	Conn     *polycrate.Connection
 	Recorder recorder.EventRecorder
 	Log      logr.Logger
@@ -126,7 +126,7 @@ func (k Kind[O, P]) list(ctx context.Context, c client.Reader) ([]client.Object,
 
 // findOwn looks up by natural key what this CR's create would have made. The
 // payload is built without its lookups (they fill links, never the natural key).
-func (k Kind[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *opconfig.Snapshot) (string, error) {
+func (k Kind[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *liveconfig.Snapshot) (string, error) {
 	if snap == nil {
 		return "", nil
 	}
@@ -143,7 +143,7 @@ func (k Kind[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, sna
 }
 
 // Retire deletes the API object of one CR (see Registered).
-func (k Kind[O, P]) Retire(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot, obj client.Object) error {
+func (k Kind[O, P]) Retire(ctx context.Context, c *polycrate.Client, snap *liveconfig.Snapshot, obj client.Object) error {
 	o, ok := obj.(O)
 	if !ok {
 		u, isU := obj.(*unstructured.Unstructured)

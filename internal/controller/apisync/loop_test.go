@@ -20,7 +20,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -52,7 +52,7 @@ func (f *fakeAPI) Lookup(context.Context, *v1.Endpoint) (fakePayload, error) {
 	return fakePayload{}, nil
 }
 
-func (f *fakeAPI) Payload(ep *v1.Endpoint, _ *opconfig.Snapshot, _ fakePayload) (fakePayload, error) {
+func (f *fakeAPI) Payload(ep *v1.Endpoint, _ *liveconfig.Snapshot, _ fakePayload) (fakePayload, error) {
 	if f.payloadErr != nil {
 		return fakePayload{}, f.payloadErr
 	}
@@ -113,7 +113,7 @@ func (f *fakeAPI) Delete(_ context.Context, _ *polycrate.Client, id string) erro
 	return nil
 }
 
-func (f *fakeAPI) LiveIDs(context.Context, *polycrate.Client, *opconfig.Snapshot) (map[string]bool, error) {
+func (f *fakeAPI) LiveIDs(context.Context, *polycrate.Client, *liveconfig.Snapshot) (map[string]bool, error) {
 	f.calls["list"]++
 	out := map[string]bool{}
 	for id := range f.objects {
@@ -165,8 +165,8 @@ func newLoop(t *testing.T) *loop {
 	if _, err := conn.Configure("http://127.0.0.1:1", "", "t"); err != nil {
 		t.Fatal(err)
 	}
-	store := &opconfig.Store{}
-	store.Set(&opconfig.Snapshot{Namespace: "polycrate"})
+	store := &liveconfig.Store{}
+	store.Set(&liveconfig.Snapshot{Namespace: "polycrate"})
 	api := newFakeAPI()
 	rec := events.NewFakeRecorder(100)
 	r := &Reconciler[*v1.Endpoint, fakePayload]{Client: c, Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"},
@@ -311,7 +311,7 @@ func TestLoopWaitsAndFailsByNature(t *testing.T) {
 		apiCalls    bool
 		warningSeen bool
 	}{
-		{"no local cluster", func(l *loop) { l.api.payloadErr = fmt.Errorf("x: %w", opconfig.ErrNoLocalCluster) }, v1.ReasonWaitingForLocalCluster, v1.PhasePending, false, true, false, false},
+		{"no local cluster", func(l *loop) { l.api.payloadErr = fmt.Errorf("x: %w", liveconfig.ErrNoLocalCluster) }, v1.ReasonWaitingForLocalCluster, v1.PhasePending, false, true, false, false},
 		{"not connected", func(l *loop) { l.conn.Disconnect() }, v1.ReasonAPIUnavailable, v1.PhasePending, false, true, false, false},
 		{"invalid payload", func(l *loop) { l.api.payloadErr = errors.New("bad") }, v1.ReasonInvalidSpec, v1.PhaseError, false, false, false, true},
 		{"API refuses (400)", func(l *loop) { l.api.createErr = apiErr(http.StatusBadRequest) }, v1.ReasonAPIError, v1.PhaseError, false, false, true, true},

@@ -19,7 +19,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -71,8 +71,8 @@ func TestAStaleCacheNeitherAdoptsNorWrites(t *testing.T) {
 	if _, err := conn.Configure(ts.URL, "", emulator.DevAgentToken); err != nil {
 		t.Fatal(err)
 	}
-	store := &opconfig.Store{}
-	store.Set(&opconfig.Snapshot{Namespace: "polycrate"})
+	store := &liveconfig.Store{}
+	store.Set(&liveconfig.Snapshot{Namespace: "polycrate"})
 	rec := events.NewFakeRecorder(10)
 	r := &Reconciler[*v1.Endpoint, polycrate.EndpointRequest]{Client: c, Kind: Kinds(Deps{Reader: c})[0].(Kind[*v1.Endpoint, polycrate.EndpointRequest]),
 		Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"}, Log: logr.Discard()}

@@ -9,7 +9,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -36,7 +36,7 @@ func (a resource[O, D, L, R]) Lookup(context.Context, O) (R, error) {
 }
 
 // Payload needs the local cluster.
-func (a resource[O, D, L, R]) Payload(o O, snap *opconfig.Snapshot, _ R) (R, error) {
+func (a resource[O, D, L, R]) Payload(o O, snap *liveconfig.Snapshot, _ R) (R, error) {
 	cluster, err := snap.LocalCluster()
 	if err != nil {
 		var none R
@@ -74,7 +74,7 @@ func (a resource[O, D, L, R]) Delete(ctx context.Context, c *polycrate.Client, i
 	return a.api(c).Delete(ctx, id)
 }
 
-func (a resource[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client, snap *opconfig.Snapshot) (map[string]bool, error) {
+func (a resource[O, D, L, R]) LiveIDs(ctx context.Context, c *polycrate.Client, snap *liveconfig.Snapshot) (map[string]bool, error) {
 	q := polycrate.Query()
 	if a.clusterFilter && snap.LocalClusterID != "" {
 		q.Set("k8s_cluster", snap.LocalClusterID)

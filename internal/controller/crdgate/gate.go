@@ -8,9 +8,9 @@ package crdgate
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +115,7 @@ func (g *Gate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, er
 	// deleted first, and a controller with finalizers on them must release them.
 	served := err == nil && established(crd) && servesVersion(crd, s.kind.Version)
 	if err == nil && crd.DeletionTimestamp.IsZero() && !established(crd) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil // being installed
+		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil // being installed
 	}
 
 	g.mu.Lock()

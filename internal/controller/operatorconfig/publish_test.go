@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // A reconcile that reads a cached status older than this process's own
@@ -14,7 +14,7 @@ import (
 // cluster from the snapshot: every synced object would flip to "waiting for the
 // local cluster" and back. A status that names a cluster always wins.
 func TestPublishKeepsTheRegisteredClusterWhileTheStatusLags(t *testing.T) {
-	store := &opconfig.Store{}
+	store := &liveconfig.Store{}
 	r := &Reconciler{Config: store}
 	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "default", Generation: 1}}
 	oc.Status.LocalCluster = &v1.LocalClusterStatus{ClusterID: "c-1"}

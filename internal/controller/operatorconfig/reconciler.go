@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -33,12 +32,9 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
-
-// Resync re-reads the API's cluster record (operator settings) this often.
-const Resync = 5 * time.Minute
 
 // OperatorAppName is the operator's own K8s app in the API (seed 000).
 const OperatorAppName = "polycrate-operator"
@@ -51,7 +47,7 @@ type Reconciler struct {
 	// Secrets reads Secrets of the operator namespace only (never cluster-wide).
 	Secrets   client.Reader
 	Namespace string
-	Config    *opconfig.Store
+	Config    *liveconfig.Store
 	Conn      *polycrate.Connection
 	Health    *agent.State
 	Reporter  *agent.Reporter
@@ -117,7 +113,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	oc.MarkObserved()
 
 	// 2. API sync off: nothing to connect.
-	if !opconfig.Enabled(spec.APISync.Enabled) {
+	if !liveconfig.Enabled(spec.APISync.Enabled) {
 		r.Conn.Disconnect()
 		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonDisabled, "api_sync.enabled is false")
 		r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonDisabled, "configuration accepted; API sync is disabled")
@@ -198,7 +194,7 @@ func (r *Reconciler) publish(oc *v1.OperatorConfig, clusterIgnore []string) {
 	if clusterIgnore == nil && cur != nil {
 		clusterIgnore = cur.ClusterIgnoreNamespaces
 	}
-	next := &opconfig.Snapshot{Namespace: oc.Namespace, Generation: oc.Generation, Spec: *oc.Spec.DeepCopy(), ClusterIgnoreNamespaces: clusterIgnore}
+	next := &liveconfig.Snapshot{Namespace: oc.Namespace, Generation: oc.Generation, Spec: *oc.Spec.DeepCopy(), ClusterIgnoreNamespaces: clusterIgnore}
 	if st := oc.Status.LocalCluster; st != nil {
 		next.LocalClusterID = st.ClusterID
 	} else if cur != nil && r.lastLocal != nil && cur.LocalClusterID == r.lastLocal.ClusterID {
@@ -294,7 +290,7 @@ func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.Health
 // operator's own app.
 func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.OperatorConfig) (ctrl.Result, error) {
 	spec := oc.Spec.LocalCluster
-	if !opconfig.Enabled(spec.Enabled) {
+	if !liveconfig.Enabled(spec.Enabled) {
 		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonDisabled, "local_cluster.enabled is false")
 		return ctrl.Result{}, nil
 	}
@@ -336,7 +332,7 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 		case spec.ClusterName == "":
 			r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated,
 				"the workspace has no cluster in the API and local_cluster.cluster_name is not set: none is created")
-			return ctrl.Result{RequeueAfter: Resync}, nil
+			return ctrl.Result{RequeueAfter: controller.RequeueResync}, nil
 		default:
 			source = "created"
 			cluster, err = c.K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: spec.ClusterName,
@@ -377,7 +373,7 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 	if err := r.operatorApp(ctx, oc, cluster.ID); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: Resync}, nil
+	return ctrl.Result{RequeueAfter: controller.RequeueResync}, nil
 }
 
 // OperatorPodLabel selects the operator's own Pods (the Deployment's label).

@@ -33,7 +33,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
@@ -62,7 +62,7 @@ type Reconciler struct {
 	// Secrets keeps the metadata of the Secrets S3Buckets control (a compact
 	// store the caller runs; see OwnsSecret).
 	Secrets  *slimcache.Store[slimcache.Meta]
-	Config   *opconfig.Store
+	Config   *liveconfig.Store
 	Conn     *polycrate.Connection
 	Recorder recorder.EventRecorder
 	Log      logr.Logger
@@ -108,7 +108,7 @@ func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket, patcher *con
 	case snap == nil:
 		r.pending(b, v1.ReasonOperatorConfigMissing, "no OperatorConfig: no bucket is provisioned")
 		return ctrl.Result{}, nil
-	case !opconfig.Enabled(snap.Spec.S3BucketProvisioning.Enabled):
+	case !liveconfig.Enabled(snap.Spec.S3BucketProvisioning.Enabled):
 		r.pending(b, v1.ReasonDisabled, "s3_bucket_provisioning.enabled is false")
 		return ctrl.Result{}, nil
 	case c == nil:

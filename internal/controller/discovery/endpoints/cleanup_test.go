@@ -1,4 +1,4 @@
-package discovery_test
+package endpoints_test
 
 import (
 	"bytes"

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 func node(cpu, mem string, addrs ...corev1.NodeAddress) *corev1.Node {
@@ -71,7 +71,7 @@ func TestHostSpecOf(t *testing.T) {
 func TestHostLabelSelector(t *testing.T) {
 	var said []string
 	m := &HostMirror{OnError: func(msg string) { said = append(said, msg) }}
-	snap := &opconfig.Snapshot{}
+	snap := &liveconfig.Snapshot{}
 	n := node("1", "1Gi")
 	n.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
 	for sel, want := range map[string]bool{"": true, "node-role.kubernetes.io/worker": true, "!node-role.kubernetes.io/worker": false,
@@ -147,7 +147,7 @@ func TestVeleroBackupSpec(t *testing.T) {
 }
 
 func TestVeleroSelection(t *testing.T) {
-	snap := &opconfig.Snapshot{}
+	snap := &liveconfig.Snapshot{}
 	snap.Spec.BackupDiscovery.IgnoreNamespaces = []string{"scratch"}
 	b := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "velero"}}
 	for _, c := range []struct {

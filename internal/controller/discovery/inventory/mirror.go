@@ -38,7 +38,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // Annotations on every inventory CR.
@@ -67,10 +67,10 @@ type Mirror[S client.Object] interface {
 	SourceGVK() schema.GroupVersionKind
 	// Target is an empty CR of the kind it declares.
 	Target() client.Object
-	Enabled(snap *opconfig.Snapshot) bool
+	Enabled(snap *liveconfig.Snapshot) bool
 	// Declare maps a source; false when filters do not select it. An error is a
 	// source the mapping cannot read (a Warning event on it, nothing declared).
-	Declare(src S, snap *opconfig.Snapshot, now time.Time) (*Declared, bool, error)
+	Declare(src S, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error)
 	// TargetKey is the CR's key for a source key.
 	TargetKey(src types.NamespacedName) types.NamespacedName
 }
@@ -78,7 +78,7 @@ type Mirror[S client.Object] interface {
 // Reconciler runs one Mirror.
 type Reconciler[S client.Object] struct {
 	Client   client.Client
-	Config   *opconfig.Store
+	Config   *liveconfig.Store
 	Recorder recorder.EventRecorder
 	Log      logr.Logger
 	Mirror   Mirror[S]
@@ -142,7 +142,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if exists && !target.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{RequeueAfter: time.Second}, nil // being retired; declared again once gone
+		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil // being retired; declared again once gone
 	}
 	u, hash, err := r.declare(src, key, decl)
 	if err != nil {
@@ -260,7 +260,7 @@ func (r *Reconciler[S]) All(ctx context.Context, c client.Client) {
 
 // Setup builds the controller. A gated kind's source watch starts (and restarts)
 // with its CRD; a core kind's at once.
-func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent int, staleMinutes func(*opconfig.Snapshot) int32) error {
+func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent int, staleMinutes func(*liveconfig.Snapshot) int32) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}

@@ -1,7 +1,7 @@
 // Package discovery turns cluster sources into the operator's CRs. Discovery never
 // calls the Polycrate API: it declares CRs with server-side apply, and the sync
 // controllers take them from there.
-package discovery
+package endpoints
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // Annotations the operator writes on a source ("3. Annotate (id, synced-at)").
@@ -26,11 +26,6 @@ const (
 	AnnotationSyncedAt = "endpoints.polycrate.io/synced-at"
 	// legacyIngressClass is the pre-IngressClass annotation.
 	legacyIngressClass = "kubernetes.io/ingress.class"
-)
-
-// Warning reasons of endpoint discovery.
-const (
-	ReasonNameCollision = v1.ReasonNameCollision
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;patch;update
@@ -54,7 +49,7 @@ func (IngressInspector) Priority() int { return 0 }
 func (IngressInspector) New() client.Object { return &networkingv1.Ingress{} }
 
 // Inspect applies ingress_classes and returns the rules' hosts (wildcards skipped).
-func (IngressInspector) Inspect(_ context.Context, _ client.Client, obj client.Object, snap *opconfig.Snapshot) (bool, []Host, error) {
+func (IngressInspector) Inspect(_ context.Context, _ client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
 	ing := obj.(*networkingv1.Ingress)
 	if classes := snap.Spec.EndpointDiscovery.IngressClasses; len(classes) > 0 {
 		class := ing.Annotations[legacyIngressClass]

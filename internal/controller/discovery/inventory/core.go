@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -34,8 +34,8 @@ func (*HostMirror) SourceGVK() schema.GroupVersionKind {
 	return corev1.SchemeGroupVersion.WithKind("Node")
 }
 func (*HostMirror) Target() client.Object { return &v1.Host{} }
-func (*HostMirror) Enabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
+func (*HostMirror) Enabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
 }
 
 // TargetKey: the Host has the Node's name.
@@ -44,7 +44,7 @@ func (*HostMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
 }
 
 // Declare applies node_discovery.label_selector and maps the seed's field table.
-func (m *HostMirror) Declare(n *corev1.Node, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (m *HostMirror) Declare(n *corev1.Node, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if sel := snap.Spec.NodeDiscovery.LabelSelector; sel != "" {
 		s, err := labels.Parse(sel)
 		if err != nil {
@@ -104,8 +104,8 @@ func (VolumeMirror) SourceGVK() schema.GroupVersionKind {
 func (VolumeMirror) Target() client.Object { return &v1.K8sVolume{} }
 
 // Enabled: volumes follow node discovery (the cluster's inventory switch).
-func (VolumeMirror) Enabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
+func (VolumeMirror) Enabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
 }
 
 // TargetKey: the K8sVolume has the PV's name.
@@ -114,7 +114,7 @@ func (VolumeMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
 }
 
 // Declare maps every PV.
-func (VolumeMirror) Declare(pv *corev1.PersistentVolume, _ *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (VolumeMirror) Declare(pv *corev1.PersistentVolume, _ *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	return &Declared{Labels: labelIfValid(v1.LabelVolumeSourcePV, pv.Name), Spec: VolumeSpecOf(pv)}, true, nil
 }
 

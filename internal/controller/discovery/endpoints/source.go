@@ -1,4 +1,4 @@
-package discovery
+package endpoints
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // Host is one host a source offers, with what the source itself says about it.
@@ -45,14 +45,14 @@ type Inspector interface {
 	New() client.Object
 	// Inspect reads a source: whether it is selected (beyond the namespace filter and
 	// the monitor annotation, e.g. its class) and its hosts.
-	Inspect(ctx context.Context, c client.Client, obj client.Object, snap *opconfig.Snapshot) (bool, []Host, error)
+	Inspect(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error)
 }
 
 // SourceReconciler turns one source kind into Endpoint CRs; the rules are the same
 // for every kind (docs/annotations.md).
 type SourceReconciler struct {
 	Client    client.Client
-	Config    *opconfig.Store
+	Config    *liveconfig.Store
 	Recorder  recorder.EventRecorder
 	Log       logr.Logger
 	Inspector Inspector
@@ -82,7 +82,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil // just started: the configuration change re-queues every source
 	}
 	selected, hosts := false, []Host(nil)
-	if obj.GetDeletionTimestamp().IsZero() && snap != nil && opconfig.Enabled(snap.Spec.EndpointDiscovery.Enabled) &&
+	if obj.GetDeletionTimestamp().IsZero() && snap != nil && liveconfig.Enabled(snap.Spec.EndpointDiscovery.Enabled) &&
 		snap.EndpointNamespaces().Allows(obj.GetNamespace()) && annotations.Selected(snap.Spec.EndpointDiscovery.Mode, obj.GetAnnotations()) {
 		if selected, hosts, err = in.Inspect(ctx, r.Client, obj, snap); err != nil {
 			return ctrl.Result{}, err
@@ -123,7 +123,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if first, taken := hostOf[name]; taken {
 			// Two hosts of one source, one CR name: declaring both would flip the CR
 			// between them forever (and the API object with it). The first keeps it.
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonNameCollision, "Discover",
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonNameCollision, "Discover",
 				"hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name)
 			continue
 		}
@@ -135,7 +135,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if claimed != "" {
 			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
 			if claimed == claimCollision {
-				reason, msg = ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
+				reason, msg = v1.ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
 			}
 			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Discover", "%s", msg)
 			continue

@@ -1,4 +1,4 @@
-package discovery_test
+package endpoints_test
 
 import (
 	"path/filepath"
@@ -14,7 +14,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
-	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/endpoints"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
 
@@ -146,10 +146,10 @@ var _ = Describe("HTTPRoute discovery", Ordered, func() {
 
 		// Deleting the CRD deletes the routes; discovery still runs while the CRD
 		// terminates, so it releases its finalizers and the CRD can go.
-		Expect(k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: discovery.HTTPRouteCRD}})).To(Succeed())
+		Expect(k8s.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: endpoints.HTTPRouteCRD}})).To(Succeed())
 		Eventually(oe.Op.HTTPRoutes.Started, timeout, poll).Should(BeFalse())
 		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Name: discovery.HTTPRouteCRD}, &apiextensionsv1.CustomResourceDefinition{})
+			return k8s.Get(ctx, client.ObjectKey{Name: endpoints.HTTPRouteCRD}, &apiextensionsv1.CustomResourceDefinition{})
 		}, timeout, poll).ShouldNot(Succeed())
 		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(BeEmpty())
 

@@ -1,4 +1,4 @@
-package k8sapp
+package k8sapps
 
 import (
 	"fmt"

@@ -4,7 +4,7 @@
 // reconcile handles one app key (namespace + app name) and weighs every source of
 // that key, so precedence (meta-Secret over claim over Pods) and cleanup are
 // decided in one place. The API side is apisync's K8sAppAdapter.
-package k8sapp
+package k8sapps
 
 import (
 	"context"
@@ -32,8 +32,9 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
@@ -63,7 +64,7 @@ type Reconciler struct {
 	// cluster-wide, compact; never the manager's cache).
 	Pods    *PodStore
 	Secrets *slimcache.Store[slimcache.Meta]
-	Config  *opconfig.Store
+	Config  *liveconfig.Store
 	// HTTPRoutes reports whether the Gateway API is served (HTTPRoute claims count then).
 	HTTPRoutes func() bool
 	Recorder   recorder.EventRecorder
@@ -115,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // no OperatorConfig: nothing is discovered, nothing removed
 	}
 	var want *desired
-	if opconfig.Enabled(snap.Spec.AppDiscovery.Enabled) && snap.AppNamespaces().Allows(req.Namespace) && req.Name != OperatorAppName {
+	if liveconfig.Enabled(snap.Spec.AppDiscovery.Enabled) && snap.AppNamespaces().Allows(req.Namespace) && req.Name != OperatorAppName {
 		var err error
 		var keep bool
 		if want, keep, err = r.sources(ctx, snap, req.NamespacedName); err != nil {
@@ -137,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // a K8sApp a user wrote is never taken over
 	}
 	if exists && !app.DeletionTimestamp.IsZero() {
-		return ctrl.Result{RequeueAfter: time.Second}, nil // being retired; declared again once gone
+		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil // being retired; declared again once gone
 	}
 	if !exists || r.changed(app, want) {
 		applied, err := r.apply(ctx, req.NamespacedName, want)
@@ -155,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // sources weighs the sources of one key: a meta-Secret wins, then an
 // Ingress/HTTPRoute claim, then annotated Pods (unless the name is used by Pods in
 // another namespace too). keep is true for a malformed meta-Secret.
-func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key types.NamespacedName) (*desired, bool, error) {
+func (r *Reconciler) sources(ctx context.Context, snap *liveconfig.Snapshot, key types.NamespacedName) (*desired, bool, error) {
 	secretName := metasecret.SecretName(key.Name)
 	if sec, ok := r.Secrets.Get(key.Namespace, secretName); ok && !sec.Deleting {
 		m, perr, err := r.readMeta(ctx, key.Namespace, secretName, sec.ResourceVersion)
@@ -178,7 +179,7 @@ func (r *Reconciler) sources(ctx context.Context, snap *opconfig.Snapshot, key t
 	if source != "" {
 		return &desired{source: source, byoa: byoa, pods: annotated}, false, nil
 	}
-	if !opconfig.Enabled(snap.Spec.AppDiscovery.LabelDiscoveryEnabled) || len(annotated) == 0 {
+	if !liveconfig.Enabled(snap.Spec.AppDiscovery.LabelDiscoveryEnabled) || len(annotated) == 0 {
 		r.conflicts.Delete(key.String())
 		return nil, false, nil
 	}
@@ -254,7 +255,7 @@ func (r *Reconciler) claims(ctx context.Context, key types.NamespacedName) (stri
 
 // otherNamespaces are the other namespaces (discovery may see) with counted Pods
 // annotated with the same app name.
-func (r *Reconciler) otherNamespaces(snap *opconfig.Snapshot, key types.NamespacedName) []string {
+func (r *Reconciler) otherNamespaces(snap *liveconfig.Snapshot, key types.NamespacedName) []string {
 	var out []string
 	filter := snap.AppNamespaces()
 	for _, ns := range r.Pods.Namespaces(key.Name) {

@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch
@@ -74,8 +74,8 @@ func (CertificateMirror) SourceGVK() schema.GroupVersionKind {
 	return certmanagerv1.SchemeGroupVersion.WithKind("Certificate")
 }
 func (CertificateMirror) Target() client.Object { return &v1.Certificate{} }
-func (CertificateMirror) Enabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.CertificateDiscovery.Enabled)
+func (CertificateMirror) Enabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.CertificateDiscovery.Enabled)
 }
 
 // TargetKey is the seed's name: certmanager-<namespace>-<name>.
@@ -85,7 +85,7 @@ func (CertificateMirror) TargetKey(src types.NamespacedName) types.NamespacedNam
 
 // Declare applies the namespace and issuer filters and maps the seed's table; it
 // asks to be run again when the status changes by time alone.
-func (CertificateMirror) Declare(c *certmanagerv1.Certificate, snap *opconfig.Snapshot, now time.Time) (*Declared, bool, error) {
+func (CertificateMirror) Declare(c *certmanagerv1.Certificate, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error) {
 	cd := snap.Spec.CertificateDiscovery
 	if !snap.CertificateNamespaces().Allows(c.Namespace) || !IssuerSelected(cd.IssuerFilter, c.Spec.IssuerRef.Name) {
 		return nil, false, nil

@@ -1,4 +1,4 @@
-package discovery_test
+package endpoints_test
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
-	"github.com/polycrate/polycrate-operator/internal/controller/discovery"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/endpoints"
 	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -38,7 +38,7 @@ func ingress(ns, name, class string, ann map[string]string, hosts ...string) *ne
 	return ing
 }
 
-func endpoints(ns string) []v1.Endpoint {
+func endpointsIn(ns string) []v1.Endpoint {
 	list := &v1.EndpointList{}
 	Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	return list.Items
@@ -46,7 +46,7 @@ func endpoints(ns string) []v1.Endpoint {
 
 func endpointNames(ns string) []string {
 	var names []string
-	for _, e := range endpoints(ns) {
+	for _, e := range endpointsIn(ns) {
 		names = append(names, e.Name)
 	}
 	return names
@@ -103,8 +103,8 @@ var _ = Describe("Ingress discovery", func() {
 			got := &networkingv1.Ingress{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)).To(Succeed())
 			g.Expect(got.Finalizers).To(ContainElement(v1.FinalizerIngressDiscovery))
-			g.Expect(strings.Split(got.Annotations[discovery.AnnotationAPIIDs], ",")).To(HaveLen(4))
-			g.Expect(got.Annotations[discovery.AnnotationSyncedAt]).NotTo(BeEmpty())
+			g.Expect(strings.Split(got.Annotations[endpoints.AnnotationAPIIDs], ",")).To(HaveLen(4))
+			g.Expect(got.Annotations[endpoints.AnnotationSyncedAt]).NotTo(BeEmpty())
 		}, timeout, poll).Should(Succeed())
 		row, err := oe.Client().FindEndpoint(ctx, names.EndpointAPI(ns, "data.example.com"))
 		Expect(err).NotTo(HaveOccurred())

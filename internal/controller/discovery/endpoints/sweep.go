@@ -1,4 +1,4 @@
-package discovery
+package endpoints
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch
@@ -31,7 +31,7 @@ var httpRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", V
 type Sweep struct {
 	Client client.Client
 	Reader client.Reader // uncached reads of the sources
-	Config *opconfig.Store
+	Config *liveconfig.Store
 	Log    logr.Logger
 }
 

@@ -1,4 +1,4 @@
-package k8sapp_test
+package k8sapps_test
 
 import (
 	"context"

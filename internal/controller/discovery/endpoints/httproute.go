@@ -1,4 +1,4 @@
-package discovery
+package endpoints
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/annotations"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;patch;update
@@ -47,7 +47,7 @@ func (HTTPRouteInspector) New() client.Object { return &gatewayv1.HTTPRoute{} }
 // Inspect: hosts from spec.hostnames; TLS and port from the parent Gateway's
 // listener (sectionName, else the first HTTPS, else the first HTTP listener); the
 // path from the first PathPrefix match; gateway_classes filters by the parent's class.
-func (HTTPRouteInspector) Inspect(ctx context.Context, c client.Client, obj client.Object, snap *opconfig.Snapshot) (bool, []Host, error) {
+func (HTTPRouteInspector) Inspect(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
 	route := obj.(*gatewayv1.HTTPRoute)
 	var gw *gatewayv1.Gateway
 	var section string

@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/names"
-	"github.com/polycrate/polycrate-operator/internal/opconfig"
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups=velero.io,resources=backups;schedules,verbs=get;list;watch
@@ -72,7 +72,7 @@ func backupKind(included []string) (string, []string) {
 }
 
 // allIgnored: an app backup whose every namespace backup_discovery ignores.
-func allIgnored(snap *opconfig.Snapshot, namespaces []string) bool {
+func allIgnored(snap *liveconfig.Snapshot, namespaces []string) bool {
 	if len(namespaces) == 0 {
 		return false
 	}
@@ -85,7 +85,7 @@ func allIgnored(snap *opconfig.Snapshot, namespaces []string) bool {
 	return true
 }
 
-func veleroNamespace(snap *opconfig.Snapshot) string {
+func veleroNamespace(snap *liveconfig.Snapshot) string {
 	if ns := snap.Spec.BackupDiscovery.VeleroNamespace; ns != "" {
 		return ns
 	}
@@ -110,8 +110,8 @@ func (VeleroBackupMirror) SourceGVK() schema.GroupVersionKind {
 	return velerov1.SchemeGroupVersion.WithKind("Backup")
 }
 func (VeleroBackupMirror) Target() client.Object { return &v1.Backup{} }
-func (VeleroBackupMirror) Enabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
+func (VeleroBackupMirror) Enabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
 }
 
 // TargetKey: velero-<name> in the Velero namespace.
@@ -120,7 +120,7 @@ func (VeleroBackupMirror) TargetKey(src types.NamespacedName) types.NamespacedNa
 }
 
 // Declare maps the seed's Velero backup table.
-func (VeleroBackupMirror) Declare(b *velerov1.Backup, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (VeleroBackupMirror) Declare(b *velerov1.Backup, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if b.Namespace != veleroNamespace(snap) {
 		return nil, false, nil
 	}
@@ -166,8 +166,8 @@ func (VeleroScheduleMirror) SourceGVK() schema.GroupVersionKind {
 	return velerov1.SchemeGroupVersion.WithKind("Schedule")
 }
 func (VeleroScheduleMirror) Target() client.Object { return &v1.BackupSchedule{} }
-func (VeleroScheduleMirror) Enabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
+func (VeleroScheduleMirror) Enabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
 }
 
 // TargetKey: velero-<name> in the Velero namespace.
@@ -176,7 +176,7 @@ func (VeleroScheduleMirror) TargetKey(src types.NamespacedName) types.Namespaced
 }
 
 // Declare maps the seed's Velero schedule table.
-func (VeleroScheduleMirror) Declare(s *velerov1.Schedule, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (VeleroScheduleMirror) Declare(s *velerov1.Schedule, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if s.Namespace != veleroNamespace(snap) {
 		return nil, false, nil
 	}
@@ -262,11 +262,11 @@ func (CNPGBackupMirror) NewSource() *unstructured.Unstructured                 {
 func (CNPGBackupMirror) NewSourceList() client.ObjectList                      { return newUnstructuredList(CNPGBackupGVK) }
 func (CNPGBackupMirror) SourceGVK() schema.GroupVersionKind                    { return CNPGBackupGVK }
 func (CNPGBackupMirror) Target() client.Object                                 { return &v1.Backup{} }
-func (CNPGBackupMirror) Enabled(s *opconfig.Snapshot) bool                     { return cnpgEnabled(s) }
+func (CNPGBackupMirror) Enabled(s *liveconfig.Snapshot) bool                     { return cnpgEnabled(s) }
 func (CNPGBackupMirror) TargetKey(k types.NamespacedName) types.NamespacedName { return cnpgKey(k) }
 
-func cnpgEnabled(s *opconfig.Snapshot) bool {
-	return opconfig.Enabled(s.Spec.BackupDiscovery.Enabled) && opconfig.Enabled(s.Spec.BackupDiscovery.CNPGEnabled)
+func cnpgEnabled(s *liveconfig.Snapshot) bool {
+	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled) && liveconfig.Enabled(s.Spec.BackupDiscovery.CNPGEnabled)
 }
 
 func cnpgKey(src types.NamespacedName) types.NamespacedName {
@@ -274,7 +274,7 @@ func cnpgKey(src types.NamespacedName) types.NamespacedName {
 }
 
 // Declare maps a CNPG Backup in a namespace backup discovery watches.
-func (CNPGBackupMirror) Declare(u *unstructured.Unstructured, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (CNPGBackupMirror) Declare(u *unstructured.Unstructured, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if !snap.BackupNamespaces().Allows(u.GetNamespace()) {
 		return nil, false, nil
 	}
@@ -314,13 +314,13 @@ func (CNPGScheduledMirror) NewSourceList() client.ObjectList {
 }
 func (CNPGScheduledMirror) SourceGVK() schema.GroupVersionKind { return CNPGScheduledGVK }
 func (CNPGScheduledMirror) Target() client.Object              { return &v1.BackupSchedule{} }
-func (CNPGScheduledMirror) Enabled(s *opconfig.Snapshot) bool  { return cnpgEnabled(s) }
+func (CNPGScheduledMirror) Enabled(s *liveconfig.Snapshot) bool  { return cnpgEnabled(s) }
 func (CNPGScheduledMirror) TargetKey(k types.NamespacedName) types.NamespacedName {
 	return cnpgKey(k)
 }
 
 // Declare maps a ScheduledBackup in a namespace backup discovery watches.
-func (CNPGScheduledMirror) Declare(u *unstructured.Unstructured, snap *opconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+func (CNPGScheduledMirror) Declare(u *unstructured.Unstructured, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if !snap.BackupNamespaces().Allows(u.GetNamespace()) {
 		return nil, false, nil
 	}

@@ -1,4 +1,4 @@
-package opconfig
+package liveconfig
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package discovery
+package endpoints
 
 // SetEndpointName replaces the Endpoint CR naming for a test (two hosts that
 // collide); the returned func restores it.

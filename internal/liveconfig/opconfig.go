@@ -1,7 +1,7 @@
 // Package opconfig holds the operator's live configuration: an immutable snapshot
 // of the OperatorConfig singleton that every controller reads, the namespace filter
 // all discovery types share, and change notification.
-package opconfig
+package liveconfig
 
 import (
 	"errors"
