@@ -14,8 +14,8 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
+	"github.com/polycrate/polycrate-operator/internal/names"
 )
 
 // +kubebuilder:rbac:groups=velero.io,resources=backups;schedules,verbs=get;list;watch
@@ -262,7 +262,7 @@ func (CNPGBackupMirror) NewSource() *unstructured.Unstructured                 {
 func (CNPGBackupMirror) NewSourceList() client.ObjectList                      { return newUnstructuredList(CNPGBackupGVK) }
 func (CNPGBackupMirror) SourceGVK() schema.GroupVersionKind                    { return CNPGBackupGVK }
 func (CNPGBackupMirror) Target() client.Object                                 { return &v1.Backup{} }
-func (CNPGBackupMirror) Enabled(s *liveconfig.Snapshot) bool                     { return cnpgEnabled(s) }
+func (CNPGBackupMirror) Enabled(s *liveconfig.Snapshot) bool                   { return cnpgEnabled(s) }
 func (CNPGBackupMirror) TargetKey(k types.NamespacedName) types.NamespacedName { return cnpgKey(k) }
 
 func cnpgEnabled(s *liveconfig.Snapshot) bool {
@@ -312,9 +312,9 @@ func (CNPGScheduledMirror) NewSource() *unstructured.Unstructured {
 func (CNPGScheduledMirror) NewSourceList() client.ObjectList {
 	return newUnstructuredList(CNPGScheduledGVK)
 }
-func (CNPGScheduledMirror) SourceGVK() schema.GroupVersionKind { return CNPGScheduledGVK }
-func (CNPGScheduledMirror) Target() client.Object              { return &v1.BackupSchedule{} }
-func (CNPGScheduledMirror) Enabled(s *liveconfig.Snapshot) bool  { return cnpgEnabled(s) }
+func (CNPGScheduledMirror) SourceGVK() schema.GroupVersionKind  { return CNPGScheduledGVK }
+func (CNPGScheduledMirror) Target() client.Object               { return &v1.BackupSchedule{} }
+func (CNPGScheduledMirror) Enabled(s *liveconfig.Snapshot) bool { return cnpgEnabled(s) }
 func (CNPGScheduledMirror) TargetKey(k types.NamespacedName) types.NamespacedName {
 	return cnpgKey(k)
 }
