@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -67,14 +68,7 @@ func outcome(r *Result) string {
 		return "error:" + r.Err.Error()
 	}
 	h := r.Response
-	return "ok:" + h.AgentID + "/" + h.WorkspaceID + "/" + h.WorkspaceName + "/" + deref(h.OrganizationID) + "/" + deref(h.OrganizationName) + "/" + h.PopName
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return "ok:" + h.AgentID + "/" + h.WorkspaceID + "/" + h.WorkspaceName + "/" + ptr.Deref(h.OrganizationID, "") + "/" + ptr.Deref(h.OrganizationName, "") + "/" + h.PopName
 }
 
 // Metrics of the health report.
@@ -223,7 +217,7 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 		r.Metrics.observe(true)
 		if prev == nil || prev.Err != nil {
 			r.Log.Info("health report accepted", "agentID", resp.AgentID, "workspace", resp.WorkspaceName,
-				"organization", deref(resp.OrganizationName), "pop", resp.PopName)
+				"organization", ptr.Deref(resp.OrganizationName, ""), "pop", resp.PopName)
 		}
 		if r.Errors != nil {
 			if ferr := r.Errors.Flush(ctx, c, id); ferr != nil {

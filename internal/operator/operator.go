@@ -5,7 +5,9 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,6 @@ import (
 	k8sdiscovery "k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,6 +27,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery/endpoints"
@@ -73,9 +75,7 @@ type Operator struct {
 	// Gate starts the controllers of third-party kinds while their CRDs are served.
 	Gate *crdgate.Gate
 	// Inventory are the inventory mirrors' reconcilers, by name (tests run their passes).
-	Inventory map[string]interface {
-		All(context.Context, client.Client)
-	}
+	Inventory map[string]InventoryMirror
 	// Apps discovers K8sApps.
 	Apps *k8sapps.Discovery
 	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
@@ -143,40 +143,14 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			kubeVersion = v.GitVersion
 		}
 	}
-	r := &operatorconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: secrets, Namespace: o.Namespace, Config: op.Config,
-		Conn: op.Conn, Health: op.Health, Reporter: op.Reporter, Recorder: mgr.GetEventRecorder("polycrate-operator"),
-		Version: o.Version, KubernetesVersion: kubeVersion, Errors: op.Errors, SetLogLevel: o.SetLogLevel}
-	if err := r.SetupWithManager(mgr, secretSource, o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up the OperatorConfig controller: %w", err)
-	}
-	kc := &k8scluster.Reconciler{Client: mgr.GetClient(), Secrets: secrets, Namespace: o.Namespace,
-		Recorder: mgr.GetEventRecorder("polycrate-operator")}
-	if err := kc.SetupWithManager(mgr, source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient())), o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up the K8sCluster controller: %w", err)
-	}
-	// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
-	ingress, route := endpoints.IngressInspector{}, endpoints.HTTPRouteInspector{}
-	newSource := func(in endpoints.Inspector, others ...endpoints.Inspector) *endpoints.SourceReconciler {
-		return &endpoints.SourceReconciler{Client: mgr.GetClient(), Config: op.Config, Inspector: in, Others: others,
-			Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery")}
-	}
-	if err := endpoints.SetupIngress(mgr, newSource(ingress, route), o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up Ingress discovery: %w", err)
-	}
-	op.Gate = &crdgate.Gate{Mgr: mgr, Log: mgr.GetLogger().WithName("crd-gate")}
-	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Mgr: mgr, Reconciler: newSource(route, ingress), MaxConcurrent: o.MaxConcurrentReconciles, Gate: op.Gate}
-	if err := endpoints.SetupHTTPRouteStarter(op.HTTPRoutes); err != nil {
-		return nil, fmt.Errorf("setting up HTTPRoute discovery: %w", err)
-	}
 	// Pods and Secrets are watched cluster-wide into compact stores of their own,
 	// never into the manager's cache: counted Pods as what K8sApp status needs,
 	// meta-Secrets and S3Bucket credentials Secrets by metadata, and nothing at all
 	// of every other Pod and Secret (docs/performance.md).
-	pods, err := k8sapps.NewPodStore(mgr.GetConfig())
-	if err != nil {
+	if op.Pods, err = k8sapps.NewPodStore(mgr.GetConfig()); err != nil {
 		return nil, err
 	}
-	secretStore, err := slimcache.NewMetadataStore(mgr.GetConfig(), corev1.SchemeGroupVersion.WithResource("secrets"), "secrets",
+	op.Secrets, err = slimcache.NewMetadataStore(mgr.GetConfig(), corev1.SchemeGroupVersion.WithResource("secrets"), "secrets",
 		func(m *metav1.PartialObjectMetadata) bool {
 			return metasecret.IsMetaSecret(m.Name) || s3bucket.OwnsSecret(m)
 		})
@@ -186,7 +160,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	for name, s := range map[string]interface {
 		manager.Runnable
 		WaitForSync(context.Context) error
-	}{"pods": pods, "secrets": secretStore} {
+	}{"pods": op.Pods, "secrets": op.Secrets} {
 		if err := mgr.Add(s); err != nil {
 			return nil, err
 		}
@@ -194,44 +168,61 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			return nil, err
 		}
 	}
-	op.Pods, op.Secrets = pods, secretStore
 
-	// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs → /api/v1/kubernetes/apps/.
-	apps := &k8sapps.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, HTTPRoutes: op.HTTPRoutes.Started,
-		Pods: pods, Secrets: secretStore, Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("discovery-k8sapp")}
-	if op.Apps, err = k8sapps.Setup(mgr, apps, o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up K8sApp discovery: %w", err)
-	}
+	// The controllers, each built from the shared Deps plus what is its own.
+	d := controller.NewDeps(mgr, op.Config, op.Conn, o.MaxConcurrentReconciles)
+	ingress, route := endpoints.IngressInspector{}, endpoints.HTTPRouteInspector{}
+	op.Gate = &crdgate.Gate{Mgr: mgr, Log: d.Log.WithName("crd-gate")}
+	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Gate: op.Gate,
+		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: route, Others: []endpoints.Inspector{ingress}}}
+	apps := &k8sapps.Reconciler{Deps: d.Named("discovery-k8sapp"), Reader: mgr.GetAPIReader(), HTTPRoutes: op.HTTPRoutes.Started,
+		Pods: op.Pods, Secrets: op.Secrets}
+	op.Apps = &k8sapps.Discovery{R: apps}
 	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
+	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync}
+	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
+	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
+	controllers := []struct {
+		name string
+		c    interface{ SetupWithManager(manager.Manager) error }
+	}{
+		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, APIReader: mgr.GetAPIReader(), Secrets: secrets, SecretSource: secretSource,
+			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
+			Errors: op.Errors, SetLogLevel: o.SetLogLevel}},
+		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,
+			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
+		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
+		{"Ingress discovery", endpoints.IngressDiscovery{SourceReconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"),
+			Inspector: ingress, Others: []endpoints.Inspector{route}}}},
+		{"HTTPRoute discovery", op.HTTPRoutes},
+		{"the stale sweep", op.Sweep},
+		// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs.
+		{"K8sApp discovery", op.Apps},
+		// S3Bucket CRs → API buckets → credentials Secrets.
+		{"S3Bucket provisioning", op.S3Buckets},
+	}
+	// Nodes, PVs, Velero/CNPG backups and schedules, cert-manager Certificates → their CRs.
+	for _, name := range slices.Sorted(maps.Keys(op.Inventory)) {
+		controllers = append(controllers, struct {
+			name string
+			c    interface{ SetupWithManager(manager.Manager) error }
+		}{name + " discovery", op.Inventory[name]})
+	}
+	for _, c := range controllers {
+		if err := c.c.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", c.name, err)
+		}
+	}
 	// Every registered kind's CRs → the API.
 	op.Syncs = map[string]apisync.Syncer{}
-	syncOpts := apisync.Options{Config: op.Config, Conn: op.Conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
-		Log: mgr.GetLogger().WithName("sync"), Verify: o.RepairInterval, MaxConcurrent: o.MaxConcurrentReconciles}
+	syncOpts := apisync.Options{Deps: d.Named("sync"), Verify: o.RepairInterval}
 	for _, k := range apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: apps.PodDetails}) {
 		if op.Syncs[k.CRKind()], err = k.Setup(mgr, syncOpts); err != nil {
 			return nil, err
 		}
 	}
-
-	// The inventory: Nodes, PVs, Velero/CNPG backups and schedules, cert-manager
-	// Certificates → their CRs → the API.
-	if err := setupInventory(mgr, op, o); err != nil {
-		return nil, err
-	}
 	if err := op.Gate.Setup(); err != nil {
 		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
-	}
-
-	// S3Bucket CRs → API buckets → credentials Secrets.
-	op.S3Buckets = &s3bucket.Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Secrets: secretStore, Config: op.Config, Conn: op.Conn,
-		Recorder: mgr.GetEventRecorder("polycrate-operator"), Log: mgr.GetLogger().WithName("s3bucket"), Resync: o.S3Resync}
-	if err := op.S3Buckets.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
-		return nil, fmt.Errorf("setting up S3Bucket provisioning: %w", err)
-	}
-
-	op.Sweep = &endpoints.Sweep{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Config: op.Config, Log: mgr.GetLogger().WithName("sweep")}
-	if err := op.Sweep.Setup(mgr); err != nil {
-		return nil, err
 	}
 
 	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.

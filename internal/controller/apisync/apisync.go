@@ -31,7 +31,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,12 +106,8 @@ const IndexAPIID = "polycrate.io/api-id"
 
 // Reconciler syncs one kind.
 type Reconciler[O Object, P any] struct {
-	Client client.Client
-	Kind   Kind[O, P]
-	Config *liveconfig.Store
-	Conn   *polycrate.Connection
-	Events controller.Events
-	Log    logr.Logger
+	controller.Deps
+	Kind Kind[O, P]
 	// Verify is how often the repair runnable lists the API objects (default 5 minutes).
 	Verify time.Duration
 
@@ -266,7 +261,7 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 			return err
 		}
 		if !exists {
-			r.Events.Event(obj, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("the API object %s was deleted in the API; recreating it", id))
+			r.Events("Sync").Event(obj, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("the API object %s was deleted in the API; recreating it", id))
 			id = ""
 		} else if hash == st.ConfigHash {
 			r.missing.Delete(id) // the list was stale: it exists and is unchanged
@@ -284,7 +279,7 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 				return err
 			}
 			id = found
-			r.Events.Event(obj, corev1.EventTypeNormal, v1.ReasonAdopted, "adopted the existing API object "+found)
+			r.Events("Sync").Event(obj, corev1.EventTypeNormal, v1.ReasonAdopted, "adopted the existing API object "+found)
 		}
 	}
 	if id == "" {
@@ -362,7 +357,7 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 		return reconcile.Result{RequeueAfter: controller.RequeueNotConnected}, false, nil
 	}
 	if id == "" {
-		found, err := r.findOwn(ctx, c, obj, snap)
+		found, err := r.Kind.findOwn(ctx, c, obj, snap)
 		if err != nil {
 			return r.finalizeError(obj, "look up the API object of", err)
 		}
@@ -378,18 +373,13 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 		return reconcile.Result{}, false, err
 	}
 	if holder != "" {
-		r.Events.Event(obj, corev1.EventTypeNormal, v1.ReasonDeleting, fmt.Sprintf("API object %s is kept: %s %s holds it", id, r.Kind.Kind, holder))
+		r.Events("Sync").Event(obj, corev1.EventTypeNormal, v1.ReasonDeleting, fmt.Sprintf("API object %s is kept: %s %s holds it", id, r.Kind.Kind, holder))
 		return r.release(ctx, obj)
 	}
 	if err := polycrate.IgnoreNotFound(r.Kind.Adapter.Delete(ctx, c, id)); err != nil {
 		return r.finalizeError(obj, "delete API object "+id+" of", err)
 	}
 	return r.release(ctx, obj)
-}
-
-// findOwn looks up by natural key what this CR's create would have made.
-func (r *Reconciler[O, P]) findOwn(ctx context.Context, c *polycrate.Client, obj O, snap *liveconfig.Snapshot) (string, error) {
-	return r.Kind.findOwn(ctx, c, obj, snap)
 }
 
 // finalizeError: transient → backoff; anything else → condition, event, and a
@@ -418,7 +408,7 @@ func (r *Reconciler[O, P]) synced(obj O, st v1.SyncState, hash string, wrote boo
 	obj.SetSyncState(st)
 	// A recovery from a failure is an event (a first sync, or the end of a wait
 	// for the OperatorConfig, is not: that cause has its events there).
-	r.Events.Ready(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID, failedBefore)
+	r.Events("Sync").Ready(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID, failedBefore)
 }
 
 func (r *Reconciler[O, P]) waiting(obj O, reason, msg string) {
@@ -428,14 +418,14 @@ func (r *Reconciler[O, P]) waiting(obj O, reason, msg string) {
 	}
 	st.Message = msg
 	obj.SetSyncState(st)
-	r.Events.Ready(obj, metav1.ConditionFalse, reason, msg, false)
+	r.Events("Sync").Ready(obj, metav1.ConditionFalse, reason, msg, false)
 }
 
 func (r *Reconciler[O, P]) failed(obj O, reason, msg string) {
 	st := obj.SyncState()
 	st.Phase, st.Message = v1.PhaseError, msg
 	obj.SetSyncState(st)
-	r.Events.Ready(obj, metav1.ConditionFalse, reason, msg, true)
+	r.Events("Sync").Ready(obj, metav1.ConditionFalse, reason, msg, true)
 }
 
 // Hash is the change-detection hash of a payload.
@@ -448,7 +438,7 @@ func Hash(payload any) string {
 // SetupWithManager wires the reconciler: the kind, configuration changes (which
 // wake every object: a new connection, local cluster or switch), and the repair
 // runnable's findings.
-func (r *Reconciler[O, P]) SetupWithManager(mgr manager.Manager, maxConcurrent int) error {
+func (r *Reconciler[O, P]) SetupWithManager(mgr manager.Manager) error {
 	if r.Verify == 0 {
 		r.Verify = controller.RequeueResync
 	}
@@ -487,7 +477,7 @@ func (r *Reconciler[O, P]) SetupWithManager(mgr manager.Manager, maxConcurrent i
 		// reconciler's own status writes, which would re-send a refused request.
 		For(r.Kind.New(), builder.WithPredicates(trigger)).
 		WatchesRawSource(r.waker.Source()).
-		WithOptions(controller.Options(maxConcurrent)).
+		WithOptions(r.Options()).
 		Complete(r)
 }
 

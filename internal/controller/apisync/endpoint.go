@@ -3,6 +3,7 @@ package apisync
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +23,6 @@ const (
 	APIAnnotationSource       = "polycrate.io/source"
 )
 
-// +kubebuilder:rbac:groups=polycrate.io,resources=endpoints,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=endpoints/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=endpoints/finalizers,verbs=update
-
-// +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps,verbs=get;list;watch
-
 // endpoints is the Endpoint adapter: /api/v1/endpoints/, found by name (one
 // request); the claimed K8sApp's API id is looked up from its CR.
 type endpoints struct {
@@ -40,13 +35,7 @@ func endpointAdapter(reader client.Reader) endpoints {
 		api: (*polycrate.Client).Endpoints, clusterFilter: true,
 		meta:  func(d *polycrate.Endpoint) *polycrate.Meta { return &d.Meta },
 		rowID: func(r *polycrate.EndpointRow) string { return r.ID },
-		find: func(ctx context.Context, c *polycrate.Client, req polycrate.EndpointRequest) (string, error) {
-			row, err := c.FindEndpoint(ctx, req.Name)
-			if err != nil || row == nil {
-				return "", err
-			}
-			return row.ID, nil
-		},
+		query: func(req polycrate.EndpointRequest) url.Values { return polycrate.Query("name_exact", req.Name) },
 	}}
 }
 

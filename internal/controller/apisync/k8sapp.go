@@ -15,10 +15,6 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
-// +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=k8sapps/finalizers,verbs=update
-
 // BlockLookupRetry is how long an unresolvable block link waits before the next
 // lookup (when nothing about the app changed).
 var BlockLookupRetry = 10 * time.Minute

@@ -6,13 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
@@ -77,13 +75,9 @@ type Syncer interface {
 
 // Options are what every sync is set up with.
 type Options struct {
-	Config   *liveconfig.Store
-	Conn     *polycrate.Connection
-	Recorder recorder.EventRecorder
-	Log      logr.Logger
+	controller.Deps
 	// Verify is how often self-repair lists the API objects (default 5 minutes).
-	Verify        time.Duration
-	MaxConcurrent int
+	Verify time.Duration
 }
 
 // Kind is one synced kind: its CR and its adapter.
@@ -111,9 +105,8 @@ func (k Kind[O, P]) name() string { return strings.ToLower(k.Kind) }
 
 // Setup adds the kind's reconciler to the manager.
 func (k Kind[O, P]) Setup(mgr manager.Manager, o Options) (Syncer, error) {
-	r := &Reconciler[O, P]{Client: mgr.GetClient(), Kind: k, Config: o.Config, Conn: o.Conn,
-		Events: controller.Events{Recorder: o.Recorder, Action: "Sync"}, Log: o.Log, Verify: o.Verify}
-	if err := r.SetupWithManager(mgr, o.MaxConcurrent); err != nil {
+	r := &Reconciler[O, P]{Deps: o.Deps, Kind: k, Verify: o.Verify}
+	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the %s sync: %w", k.Kind, err)
 	}
 	return r, nil

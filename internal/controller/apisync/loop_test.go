@@ -169,8 +169,8 @@ func newLoop(t *testing.T) *loop {
 	store.Set(&liveconfig.Snapshot{Namespace: "polycrate"})
 	api := newFakeAPI()
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler[*v1.Endpoint, fakePayload]{Client: c, Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"},
-		Log: logr.Discard(), waker: controller.NewWaker(),
+	r := &Reconciler[*v1.Endpoint, fakePayload]{Deps: controller.Deps{Client: c, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard()},
+		waker: controller.NewWaker(),
 		Kind: Kind[*v1.Endpoint, fakePayload]{Kind: "Endpoint", Finalizer: v1.FinalizerEndpointCleanup, Adapter: api,
 			New: func() *v1.Endpoint { return &v1.Endpoint{} }, NewList: func() client.ObjectList { return &v1.EndpointList{} }}}
 	return &loop{t: t, r: r, api: api, c: c, rec: rec, conn: conn}

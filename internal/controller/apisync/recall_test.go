@@ -74,8 +74,8 @@ func TestAStaleCacheNeitherAdoptsNorWrites(t *testing.T) {
 	store := &liveconfig.Store{}
 	store.Set(&liveconfig.Snapshot{Namespace: "polycrate"})
 	rec := events.NewFakeRecorder(10)
-	r := &Reconciler[*v1.Endpoint, polycrate.EndpointRequest]{Client: c, Kind: Kinds(Deps{Reader: c})[0].(Kind[*v1.Endpoint, polycrate.EndpointRequest]),
-		Config: store, Conn: conn, Events: controller.Events{Recorder: rec, Action: "Sync"}, Log: logr.Discard()}
+	r := &Reconciler[*v1.Endpoint, polycrate.EndpointRequest]{Kind: Kinds(Deps{Reader: c})[0].(Kind[*v1.Endpoint, polycrate.EndpointRequest]),
+		Deps: controller.Deps{Client: c, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard()}}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ep)}
 
 	stale := &v1.Endpoint{}

@@ -2,9 +2,13 @@ package apisync
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -12,9 +16,6 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
-
-// +kubebuilder:rbac:groups=polycrate.io,resources=hosts/status;k8svolumes/status;backups/status;backupschedules/status;certificates/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=hosts/finalizers;k8svolumes/finalizers;backups/finalizers;backupschedules/finalizers;certificates/finalizers,verbs=update
 
 // resource is the adapter of one API resource: the same CRUD for every kind. A
 // kind gives its payload and its lookup by natural key; the Endpoint and K8sApp
@@ -24,7 +25,11 @@ type resource[O Object, D, L, R any] struct {
 	meta    func(*D) *polycrate.Meta
 	rowID   func(*L) string
 	payload func(O, string) (R, error) // the CR and the local cluster's id
-	find    func(ctx context.Context, c *polycrate.Client, req R) (string, error)
+	// query filters the list by the natural key; match narrows its rows where
+	// the API has no filter (nil: every row matches). find replaces both.
+	query func(R) url.Values
+	match func(*L, R) bool
+	find  func(ctx context.Context, c *polycrate.Client, req R) (string, error)
 	// clusterFilter: the list accepts k8s_cluster (hosts and certificates do not).
 	clusterFilter bool
 }
@@ -45,8 +50,26 @@ func (a resource[O, D, L, R]) Payload(o O, snap *liveconfig.Snapshot, _ R) (R, e
 	return a.payload(o, cluster)
 }
 
+// Find lists by the natural key; more than one match is an error (never adopt
+// one of several at random).
 func (a resource[O, D, L, R]) Find(ctx context.Context, c *polycrate.Client, _ O, req R) (string, error) {
-	return a.find(ctx, c, req)
+	if a.find != nil {
+		return a.find(ctx, c, req)
+	}
+	rows, err := a.api(c).List(ctx, a.query(req))
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for i := range rows {
+		if a.match == nil || a.match(&rows[i], req) {
+			ids = append(ids, a.rowID(&rows[i]))
+		}
+	}
+	if len(ids) > 1 {
+		return "", fmt.Errorf("%d API objects match one natural key (%s); expected at most one", len(ids), strings.Join(ids, ", "))
+	}
+	return strings.Join(ids, ""), nil
 }
 
 func (a resource[O, D, L, R]) Create(ctx context.Context, c *polycrate.Client, req R) (string, error) {
@@ -157,13 +180,7 @@ func hostAdapter() Adapter[*v1.Host, polycrate.HostRequest] {
 				Common: polycrate.Common{DisplayName: &display, ProviderReference: strPtr(s.ProviderID), Labels: sourceLabels(h)}}
 			return req, nil
 		},
-		find: func(ctx context.Context, c *polycrate.Client, req polycrate.HostRequest) (string, error) {
-			rows, err := c.Hosts().List(ctx, polycrate.Query("name_exact", req.Name))
-			if err != nil || len(rows) == 0 {
-				return "", err
-			}
-			return rows[0].ID, nil
-		},
+		query: func(req polycrate.HostRequest) url.Values { return polycrate.Query("name_exact", req.Name) },
 	}
 }
 
@@ -229,12 +246,8 @@ func backupAdapter() Adapter[*v1.Backup, polycrate.BackupRequest] {
 				Metadata: md, Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(b)}}
 			return req, nil
 		},
-		find: func(ctx context.Context, c *polycrate.Client, req polycrate.BackupRequest) (string, error) {
-			row, err := polycrate.FindBackup(ctx, c.Backups(), req.Name, req.Provider, deref(req.SourceNamespace), req.K8sCluster)
-			if err != nil || row == nil {
-				return "", err
-			}
-			return row.ID, nil
+		query: func(req polycrate.BackupRequest) url.Values {
+			return polycrate.Query("name_exact", req.Name, "provider", req.Provider, "source_namespace", ptr.Deref(req.SourceNamespace, ""), "k8s_cluster", req.K8sCluster)
 		},
 	}
 }
@@ -260,13 +273,8 @@ func backupScheduleAdapter() Adapter[*v1.BackupSchedule, polycrate.BackupSchedul
 				LastBackupAt: timeOf(s.LastBackupAt), Metadata: md, Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(b)}}
 			return req, nil
 		},
-		find: func(ctx context.Context, c *polycrate.Client, req polycrate.BackupScheduleRequest) (string, error) {
-			rows, err := c.BackupSchedules().List(ctx, polycrate.Query("name_exact", req.Name, "provider", req.Provider,
-				"source_namespace", deref(req.SourceNamespace), "k8s_cluster", req.K8sCluster))
-			if err != nil || len(rows) == 0 {
-				return "", err
-			}
-			return rows[0].ID, nil
+		query: func(req polycrate.BackupScheduleRequest) url.Values {
+			return polycrate.Query("name_exact", req.Name, "provider", req.Provider, "source_namespace", ptr.Deref(req.SourceNamespace, ""), "k8s_cluster", req.K8sCluster)
 		},
 	}
 }
@@ -297,19 +305,10 @@ func certificateAdapter() Adapter[*v1.Certificate, polycrate.CertificateRequest]
 				Common: polycrate.Common{DisplayName: &display, Labels: sourceLabels(x)}}
 			return req, nil
 		},
-		find: func(ctx context.Context, c *polycrate.Client, req polycrate.CertificateRequest) (string, error) {
-			row, err := c.FindCertificate(ctx, req.Name, req.Namespace, req.K8sCluster)
-			if err != nil || row == nil {
-				return "", err
-			}
-			return row.ID, nil
+		// The API filters certificates by name only: namespace and cluster are matched here.
+		query: func(req polycrate.CertificateRequest) url.Values { return polycrate.Query("name_exact", req.Name) },
+		match: func(r *polycrate.CertificateRow, req polycrate.CertificateRequest) bool {
+			return r.Namespace == req.Namespace && r.K8sCluster != nil && r.K8sCluster.ID == req.K8sCluster
 		},
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

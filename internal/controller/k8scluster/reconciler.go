@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -45,11 +44,12 @@ const dialTimeout = 10 * time.Second
 
 // Reconciler reconciles K8sCluster objects.
 type Reconciler struct {
-	Client client.Client
-	// Secrets reads Secrets of the operator namespace only.
-	Secrets   client.Reader
-	Namespace string
-	Recorder  recorder.EventRecorder
+	controller.Deps
+	// Secrets reads Secrets of the operator namespace only; SecretSource watches
+	// them (mapped with SecretHandler).
+	Secrets      client.Reader
+	SecretSource source.SyncingSource
+	Namespace    string
 }
 
 // Reconcile connects to the cluster and records what it found.
@@ -108,9 +108,7 @@ func (r *Reconciler) fail(kc *v1.K8sCluster, reason, msg string) {
 	r.events().Ready(kc, metav1.ConditionFalse, reason, msg, true)
 }
 
-func (r *Reconciler) events() controller.Events {
-	return controller.Events{Recorder: r.Recorder, Action: "Connect"}
-}
+func (r *Reconciler) events() controller.Events { return r.Events("Connect") }
 
 // restConfig builds the client configuration from the Secret; a non-empty reason
 // says why it cannot. Messages never contain credentials.
@@ -204,12 +202,12 @@ func scrub(err error) string {
 }
 
 // SetupWithManager watches K8sClusters and the Secrets of the operator namespace they use.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secrets source.SyncingSource, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("k8scluster").
 		For(&v1.K8sCluster{}).
-		WatchesRawSource(secrets).
-		WithOptions(controller.Options(maxConcurrent)).
+		WatchesRawSource(r.SecretSource).
+		WithOptions(r.Options()).
 		Complete(r)
 }
 

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
@@ -15,7 +16,7 @@ import (
 // local cluster" and back. A status that names a cluster always wins.
 func TestPublishKeepsTheRegisteredClusterWhileTheStatusLags(t *testing.T) {
 	store := &liveconfig.Store{}
-	r := &Reconciler{Config: store}
+	r := &Reconciler{Deps: controller.Deps{Config: store}}
 	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "default", Generation: 1}}
 	oc.Status.LocalCluster = &v1.LocalClusterStatus{ClusterID: "c-1"}
 	r.publish(oc, nil)

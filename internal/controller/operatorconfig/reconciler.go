@@ -20,13 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -41,17 +41,16 @@ const OperatorAppName = "polycrate-operator"
 
 // Reconciler reconciles OperatorConfig objects.
 type Reconciler struct {
-	Client client.Client
+	controller.Deps
 	// APIReader reads uncached (the operator's own Pods, for its app's pod counts).
 	APIReader client.Reader
-	// Secrets reads Secrets of the operator namespace only (never cluster-wide).
-	Secrets   client.Reader
-	Namespace string
-	Config    *liveconfig.Store
-	Conn      *polycrate.Connection
-	Health    *agent.State
-	Reporter  *agent.Reporter
-	Recorder  recorder.EventRecorder
+	// Secrets reads Secrets of the operator namespace only (never cluster-wide);
+	// SecretSource watches them (the token Secret wakes the singleton).
+	Secrets      client.Reader
+	SecretSource source.SyncingSource
+	Namespace    string
+	Health       *agent.State
+	Reporter     *agent.Reporter
 	// Version is the operator's version; KubernetesVersion the cluster's.
 	Version           string
 	KubernetesVersion string
@@ -183,7 +182,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		return ctrl.Result{}, err
 	}
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
-		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, derefOr(h.OrganizationName, "-")))
+		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 	return result, nil
 }
 
@@ -264,10 +263,10 @@ func classify(err error) (reason, msg string) {
 }
 
 func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.HealthResponse) {
-	oc.Status.Agent = &v1.AgentStatus{AgentID: h.AgentID, PopName: h.PopName, PopID: derefOr(h.PopID, ""),
+	oc.Status.Agent = &v1.AgentStatus{AgentID: h.AgentID, PopName: h.PopName, PopID: ptr.Deref(h.PopID, ""),
 		EndpointMonitoringMode: h.EndpointMonitoringMode}
 	st := &v1.APISyncStatus{WorkspaceID: h.WorkspaceID, WorkspaceName: h.WorkspaceName,
-		OrganizationID: derefOr(h.OrganizationID, ""), OrganizationName: derefOr(h.OrganizationName, "")}
+		OrganizationID: ptr.Deref(h.OrganizationID, ""), OrganizationName: ptr.Deref(h.OrganizationName, "")}
 	if cur := oc.Status.APISync; cur != nil && cur.ResolvedAt != nil {
 		same := *cur
 		same.ResolvedAt = nil
@@ -281,7 +280,7 @@ func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.Health
 	}
 	oc.Status.APISync = st
 	r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionTrue, v1.ReasonResolved,
-		fmt.Sprintf("workspace %s of organization %s, from the agent token", h.WorkspaceName, derefOr(h.OrganizationName, "-")))
+		fmt.Sprintf("workspace %s of organization %s, from the agent token", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 }
 
 // localCluster registers the local cluster with the seed's idempotency rules: the
@@ -401,7 +400,7 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 		app, err = c.K8sApps().Get(ctx, row.ID)
 		if err == nil {
 			patch := map[string]any{}
-			if derefOr(app.InstalledVersion, "") != r.Version || !app.Installed {
+			if ptr.Deref(app.InstalledVersion, "") != r.Version || !app.Installed {
 				patch["installed_version"], patch["installed"] = r.Version, true
 			}
 			if app.PodsTotal != pods.total || app.PodsReady != pods.ready {
@@ -417,7 +416,7 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 	if err != nil {
 		return err
 	}
-	oc.Status.OperatorVersion = &v1.OperatorVersionStatus{Installed: r.Version, Desired: derefOr(app.DesiredVersion, "")}
+	oc.Status.OperatorVersion = &v1.OperatorVersionStatus{Installed: r.Version, Desired: ptr.Deref(app.DesiredVersion, "")}
 	return nil
 }
 
@@ -491,24 +490,15 @@ func (r *Reconciler) setCondition(oc *v1.OperatorConfig, typ string, status meta
 	r.events().Condition(oc, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}, announce)
 }
 
-func (r *Reconciler) events() controller.Events {
-	return controller.Events{Recorder: r.Recorder, Action: "Reconcile"}
-}
+func (r *Reconciler) events() controller.Events { return r.Events("Reconcile") }
 
 func (r *Reconciler) event(oc *v1.OperatorConfig, typ, reason, msg string) {
 	r.events().Event(oc, typ, reason, msg)
 }
 
-func derefOr(s *string, d string) string {
-	if s == nil {
-		return d
-	}
-	return *s
-}
-
 // SetupWithManager wires the reconciler: OperatorConfigs, the token Secret (from
 // the operator namespace's own cache), and the health reporter's changes.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secretCache source.SyncingSource, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
 	healthEvents := make(chan event.GenericEvent, 1)
 	// The health reporter's changes wake the singleton; a runnable, so the
@@ -529,14 +519,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, secretCache source.Synci
 	})); err != nil {
 		return err
 	}
-	opts := controller.Options(maxConcurrent)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatorconfig").
 		For(&v1.OperatorConfig{}).
-		WatchesRawSource(secretCache).
+		WatchesRawSource(r.SecretSource).
 		WatchesRawSource(source.Channel(healthEvents, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{singleton}
 		}))).
-		WithOptions(opts).
+		WithOptions(r.Options()).
 		Complete(r)
 }

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
@@ -38,9 +37,6 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
-// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=polycrate.io,resources=s3buckets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
 
 // The keys of the credentials Secret.
@@ -57,15 +53,11 @@ func SecretName(bucket string) string { return "s3-" + bucket + "-credentials" }
 
 // Reconciler provisions one S3Bucket.
 type Reconciler struct {
-	Client client.Client // cached S3Buckets; all writes
-	Reader client.Reader // uncached: Secrets are never cached with their data
+	controller.Deps               // Client: cached S3Buckets; all writes
+	Reader          client.Reader // uncached: Secrets are never cached with their data
 	// Secrets keeps the metadata of the Secrets S3Buckets control (a compact
 	// store the caller runs; see OwnsSecret).
-	Secrets  *slimcache.Store[slimcache.Meta]
-	Config   *liveconfig.Store
-	Conn     *polycrate.Connection
-	Recorder recorder.EventRecorder
-	Log      logr.Logger
+	Secrets *slimcache.Store[slimcache.Meta]
 	// Resync is how often a Ready bucket compares its Secret with the API's
 	// credentials (rotation, tampering the watch did not see); default 5 minutes.
 	Resync time.Duration
@@ -248,10 +240,10 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 }
 
 func (r *Reconciler) observe(b *v1.S3Bucket, got *polycrate.Bucket) {
-	b.Status.Endpoint = deref(got.S3Endpoint)
+	b.Status.Endpoint = ptr.Deref(got.S3Endpoint, "")
 	b.Status.Region = b.Spec.Region
 	if b.Status.Region == "" {
-		b.Status.Region = deref(got.S3Region)
+		b.Status.Region = ptr.Deref(got.S3Region, "")
 	}
 	b.Status.SecretName = SecretName(b.Spec.Name)
 }
@@ -279,7 +271,7 @@ func primary(creds []polycrate.BucketCredential) *polycrate.BucketCredential {
 func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *polycrate.Bucket, cred *polycrate.BucketCredential) (bool, error) {
 	want := map[string][]byte{
 		KeyAccessKeyID: []byte(*cred.AccessKey), KeySecretAccessKey: []byte(*cred.SecretKey),
-		KeyEndpoint: []byte(b.Status.Endpoint), KeyRegion: []byte(deref(bucket.S3Region)), KeyBucketName: []byte(b.Spec.Name),
+		KeyEndpoint: []byte(b.Status.Endpoint), KeyRegion: []byte(ptr.Deref(bucket.S3Region, "")), KeyBucketName: []byte(b.Spec.Name),
 	}
 	labels := map[string]string{v1.LabelManagedBy: v1.ManagedByOperator, v1.LabelObjectType: v1.ObjectTypeCredentials,
 		v1.LabelS3BucketName: b.Spec.Name}
@@ -287,7 +279,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, b *v1.S3Bucket, bucket *po
 		labels[v1.LabelS3BucketRegion] = reg
 	}
 	owner := metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "S3Bucket", Name: b.Name, UID: b.UID,
-		Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	s := &corev1.Secret{}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
 	if apierrors.IsNotFound(err) {
@@ -452,9 +444,7 @@ func (r *Reconciler) pending(b *v1.S3Bucket, reason, msg string) {
 	r.setPhase(b, phase, reason, msg)
 }
 
-func (r *Reconciler) events() controller.Events {
-	return controller.Events{Recorder: r.Recorder, Action: "Provision"}
-}
+func (r *Reconciler) events() controller.Events { return r.Events("Provision") }
 
 func (r *Reconciler) event(b *v1.S3Bucket, typ, reason, msg string) {
 	r.events().Event(b, typ, reason, msg)
@@ -475,7 +465,7 @@ func (r *Reconciler) setPhase(b *v1.S3Bucket, phase, reason, msg string) bool {
 // SetupWithManager watches S3Buckets (spec changes and deletion; a bucket's
 // deletion also wakes the buckets it held a claim against), the credentials
 // Secrets by metadata (through their owner reference), and configuration changes.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	waker := controller.NewWaker()
 	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
 		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{})
@@ -508,18 +498,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, maxConcurrent int) er
 			}, DeleteFunc: func(event.DeleteEvent) bool { return true }})).
 		WatchesRawSource(&slimcache.Source[slimcache.Meta]{Store: r.Secrets, Map: secretToBucket}).
 		WatchesRawSource(waker.Source()).
-		WithOptions(controller.Options(maxConcurrent)).
+		WithOptions(r.Options()).
 		Complete(r)
 }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func ptrTo[T any](v T) *T { return &v }
 
 // OwnsSecret reports whether an S3Bucket controls a Secret: the credentials
 // Secrets the secret store keeps for this controller.

@@ -139,10 +139,9 @@ func containsString(list []string, s string) bool {
 // (crdgate): started without a restart when it is installed later, quiet while it
 // is gone.
 type HTTPRouteStarter struct {
-	Mgr           manager.Manager
-	Reconciler    *SourceReconciler
-	MaxConcurrent int
-	Gate          *crdgate.Gate
+	Mgr        manager.Manager
+	Reconciler *SourceReconciler
+	Gate       *crdgate.Gate
 	// Also are further watches to start with HTTPRoute discovery (K8sApp claims);
 	// each is called again when the CRD returns.
 	Also []func() error
@@ -172,7 +171,7 @@ func (s *HTTPRouteStarter) start(first bool) error {
 			Named("discovery-httproute").
 			Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
 			WatchesRawSource(waker.Source()).
-			WithOptions(controller.Options(s.MaxConcurrent)).
+			WithOptions(r.Options()).
 			Build(r)
 		if err != nil {
 			return err
@@ -211,8 +210,9 @@ func (s *HTTPRouteStarter) start(first bool) error {
 	return nil
 }
 
-// SetupHTTPRouteStarter registers HTTPRoute discovery with the CRD gate.
-func SetupHTTPRouteStarter(s *HTTPRouteStarter) error {
+// SetupWithManager registers HTTPRoute discovery with the CRD gate.
+func (s *HTTPRouteStarter) SetupWithManager(mgr manager.Manager) error {
+	s.Mgr = mgr
 	s.Gate.Register(crdgate.Kind{CRD: HTTPRouteCRD, Version: "v1",
 		Objects: []client.Object{&gatewayv1.HTTPRoute{}, &gatewayv1.Gateway{}}, Start: s.start})
 	return nil

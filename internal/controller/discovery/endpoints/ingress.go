@@ -72,10 +72,14 @@ func (IngressInspector) Inspect(_ context.Context, _ client.Client, obj client.O
 	return true, hosts, nil
 }
 
-// SetupIngress registers the Endpoint source index (HTTPRoute discovery uses it
-// too) and watches Ingresses, their Endpoints (for the source annotations), and
-// configuration changes (which re-queue every Ingress).
-func SetupIngress(mgr manager.Manager, r *SourceReconciler, maxConcurrent int) error {
+// IngressDiscovery is Ingress → Endpoint discovery.
+type IngressDiscovery struct{ *SourceReconciler }
+
+// SetupWithManager registers the Endpoint source index (HTTPRoute discovery uses
+// it too) and watches Ingresses, their Endpoints (for the source annotations),
+// and configuration changes (which re-queue every Ingress).
+func (d IngressDiscovery) SetupWithManager(mgr manager.Manager) error {
+	r := d.SourceReconciler
 	if err := IndexEndpoints(context.Background(), mgr); err != nil {
 		return err
 	}
@@ -90,7 +94,7 @@ func SetupIngress(mgr manager.Manager, r *SourceReconciler, maxConcurrent int) e
 		For(&networkingv1.Ingress{}).
 		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceIngress)).
 		WatchesRawSource(waker.Source()).
-		WithOptions(controller.Options(maxConcurrent)).
+		WithOptions(r.Options()).
 		Complete(r)
 }
 

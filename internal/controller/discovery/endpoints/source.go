@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/names"
 )
@@ -51,10 +50,7 @@ type Inspector interface {
 // SourceReconciler turns one source kind into Endpoint CRs; the rules are the same
 // for every kind (docs/annotations.md).
 type SourceReconciler struct {
-	Client    client.Client
-	Config    *liveconfig.Store
-	Recorder  recorder.EventRecorder
-	Log       logr.Logger
+	controller.Deps
 	Inspector Inspector
 	// Others are the other source kinds, to judge claims by priority.
 	Others []Inspector
@@ -93,12 +89,8 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// finalizer removes the API objects), then the source's finalizer.
 		return r.release(ctx, obj, owned)
 	}
-	if !controllerutil.ContainsFinalizer(obj, in.Finalizer()) {
-		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-		controllerutil.AddFinalizer(obj, in.Finalizer())
-		if err := r.Client.Patch(ctx, obj, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if _, err := controller.EnsureFinalizer(ctx, r.Client, obj, in.Finalizer()); err != nil {
+		return ctrl.Result{}, err
 	}
 	ann := obj.GetAnnotations()
 	settings, problems := annotations.Parse(ann)
@@ -108,7 +100,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if len(problems) > 0 {
 		// One event for all of them: events of one object, reason and action are
 		// merged into a series that keeps only the first note.
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonInvalidAnnotation, "Discover", "%s", annotations.Summary(problems, eventNoteLimit))
+		r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonInvalidAnnotation, annotations.Summary(problems, eventNoteLimit))
 	}
 	if len(hosts) > MaxHostsPerSource {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonTooManyHosts, "Discover",
@@ -137,7 +129,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			if claimed == claimCollision {
 				reason, msg = v1.ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
 			}
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Discover", "%s", msg)
+			r.Events("Discover").Event(obj, corev1.EventTypeWarning, reason, msg)
 			continue
 		}
 		wanted[name] = true
@@ -166,7 +158,7 @@ func (r *SourceReconciler) release(ctx context.Context, obj client.Object, owned
 		}
 	}
 	if len(owned) > 0 {
-		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil // their API objects are being deleted
+		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil // their API objects are being deleted
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	changed := controllerutil.RemoveFinalizer(obj, r.Inspector.Finalizer())

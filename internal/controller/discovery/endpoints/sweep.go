@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-logr/logr"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +14,6 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller"
-	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 )
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch
@@ -29,14 +27,13 @@ var httpRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", V
 // running or without a finalizer. Endpoints not created by discovery are never
 // touched. It runs every endpoint_discovery.stale_cleanup_minutes, on the leader.
 type Sweep struct {
-	Client client.Client
+	controller.Deps
 	Reader client.Reader // uncached reads of the sources
-	Config *liveconfig.Store
-	Log    logr.Logger
 }
 
-// Setup runs the sweep on the leader every endpoint_discovery.stale_cleanup_minutes.
-func (s *Sweep) Setup(mgr manager.Manager) error {
+// SetupWithManager runs the sweep on the leader every
+// endpoint_discovery.stale_cleanup_minutes.
+func (s *Sweep) SetupWithManager(mgr manager.Manager) error {
 	return controller.Every(mgr, func() time.Duration {
 		if snap := s.Config.Get(); snap != nil {
 			return controller.MinutesOr(snap.Spec.EndpointDiscovery.StaleCleanupMinutes, controller.DefaultSweepInterval)

@@ -18,7 +18,6 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=polycrate.io,resources=hosts;k8svolumes;backups;backupschedules;certificates,verbs=get;list;watch;create;update;patch;delete
 
 // HostMirror maps Nodes to Hosts (seed 002 "Host Discovery").
 type HostMirror struct {

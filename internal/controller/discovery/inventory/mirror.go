@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,11 +27,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -77,18 +74,18 @@ type Mirror[S client.Object] interface {
 
 // Reconciler runs one Mirror.
 type Reconciler[S client.Object] struct {
-	Client   client.Client
-	Config   *liveconfig.Store
-	Recorder recorder.EventRecorder
-	Log      logr.Logger
-	Mirror   Mirror[S]
+	controller.Deps
+	Mirror Mirror[S]
 	// Gate and CRD gate a third-party source kind (nil for core kinds).
 	Gate *crdgate.Gate
 	CRD  string
+	// StaleMinutes reads the stale sweep's interval from the configuration (nil:
+	// controller.DefaultSweepInterval).
+	StaleMinutes func(*liveconfig.Snapshot) int32
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 
-	wake chan event.GenericEvent
+	waker *controller.Waker
 }
 
 func (r *Reconciler[S]) active() bool { return r.Gate == nil || r.Gate.Active(r.CRD) }
@@ -249,29 +246,24 @@ func (r *Reconciler[S]) All(ctx context.Context, c client.Client) {
 		}
 	}
 	for k := range keys {
-		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
-		select {
-		case r.wake <- event.GenericEvent{Object: o}:
-		case <-ctx.Done():
-			return
-		}
+		r.waker.Wake(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
 	}
 }
 
-// Setup builds the controller. A gated kind's source watch starts (and restarts)
-// with its CRD; a core kind's at once.
-func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent int, staleMinutes func(*liveconfig.Snapshot) int32) error {
+// SetupWithManager builds the controller. A gated kind's source watch starts
+// (and restarts) with its CRD; a core kind's at once.
+func (r *Reconciler[S]) SetupWithManager(mgr manager.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	r.wake = make(chan event.GenericEvent, 1024)
-	opts := controller.Options(maxConcurrent)
+	r.waker = controller.NewWaker()
+	opts := r.Options()
 	opts.Reconciler = r
 	c, err := crcontroller.New("inventory-"+r.Mirror.Name(), mgr, opts)
 	if err != nil {
 		return err
 	}
-	if err := c.Watch(source.Channel(r.wake, &handler.EnqueueRequestForObject{})); err != nil {
+	if err := c.Watch(r.waker.Source()); err != nil {
 		return err
 	}
 	if err := c.Watch(source.Kind(mgr.GetCache(), r.Mirror.Target(), handler.EnqueueRequestsFromMapFunc(r.targetToSource))); err != nil {
@@ -293,8 +285,8 @@ func Setup[S client.Object](mgr manager.Manager, r *Reconciler[S], maxConcurrent
 		return err
 	}
 	return controller.Every(mgr, func() time.Duration { // the stale sweep
-		if snap := r.Config.Get(); snap != nil && staleMinutes != nil {
-			return controller.MinutesOr(staleMinutes(snap), controller.DefaultSweepInterval)
+		if snap := r.Config.Get(); snap != nil && r.StaleMinutes != nil {
+			return controller.MinutesOr(r.StaleMinutes(snap), controller.DefaultSweepInterval)
 		}
 		return controller.DefaultSweepInterval
 	}, all)

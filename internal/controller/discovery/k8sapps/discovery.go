@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -27,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -58,17 +56,14 @@ const OperatorAppName = "polycrate-operator"
 
 // Reconciler declares one K8sApp per app key.
 type Reconciler struct {
-	Client client.Client // cached: Ingresses, HTTPRoutes, K8sApps
-	Reader client.Reader // uncached: a meta-Secret's content, a ReplicaSet's owner
+	controller.Deps               // Client: cached Ingresses, HTTPRoutes, K8sApps
+	Reader          client.Reader // uncached: a meta-Secret's content, a ReplicaSet's owner
 	// Pods holds the counted Pods, Secrets the metadata of meta-Secrets (both
 	// cluster-wide, compact; never the manager's cache).
 	Pods    *PodStore
 	Secrets *slimcache.Store[slimcache.Meta]
-	Config  *liveconfig.Store
 	// HTTPRoutes reports whether the Gateway API is served (HTTPRoute claims count then).
 	HTTPRoutes func() bool
-	Recorder   recorder.EventRecorder
-	Log        logr.Logger
 
 	metas     sync.Map // namespace/secret → parsedMeta, by resourceVersion
 	conflicts sync.Map // namespace/app → announced

@@ -32,12 +32,13 @@ type Discovery struct {
 	waker *controller.Waker
 }
 
-// Setup wires K8sApp discovery: watches on K8sApps, meta-Secrets and Pods (r.Secrets
+// SetupWithManager wires K8sApp discovery (of d.R): watches on K8sApps, meta-Secrets and Pods (r.Secrets
 // and r.Pods, compact stores the caller runs) and Ingresses, a full pass on
 // configuration changes and the periodic stale sweep
 // (app_discovery.stale_cleanup_minutes).
-func Setup(mgr manager.Manager, r *Reconciler, maxConcurrent int) (*Discovery, error) {
-	d := &Discovery{R: r, mgr: mgr, waker: controller.NewWaker()}
+func (d *Discovery) SetupWithManager(mgr manager.Manager) error {
+	r := d.R
+	d.mgr, d.waker = mgr, controller.NewWaker()
 	c, err := builder.ControllerManagedBy(mgr).
 		Named("discovery-k8sapp").
 		For(&v1.K8sApp{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
@@ -45,18 +46,18 @@ func Setup(mgr manager.Manager, r *Reconciler, maxConcurrent int) (*Discovery, e
 		WatchesRawSource(&slimcache.Source[Pod]{Store: r.Pods.Store, Map: d.podToApps}).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(claimToApp)).
 		WatchesRawSource(d.waker.Source()).
-		WithOptions(controller.Options(maxConcurrent)).
+		WithOptions(r.Options()).
 		Build(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.ctrl = c
 	if err := controller.OnConfigChange(mgr, r.Config, d.All); err != nil {
-		return nil, err
+		return err
 	}
 	// The stale sweep re-decides every app: a safety net for sources that went
 	// while the operator was not watching (seed 002 "Stale-Sweep").
-	return d, controller.Every(mgr, func() time.Duration {
+	return controller.Every(mgr, func() time.Duration {
 		if snap := r.Config.Get(); snap != nil {
 			return controller.MinutesOr(snap.Spec.AppDiscovery.StaleCleanupMinutes, controller.DefaultSweepInterval)
 		}

@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+func TestSetConditionReportsTransitions(t *testing.T) {
+	var conds []metav1.Condition
+	steps := []struct {
+		status     metav1.ConditionStatus
+		reason     string
+		msg        string
+		transition bool
+		prevReason string
+	}{
+		{metav1.ConditionTrue, "Synced", "a", true, ""},
+		{metav1.ConditionTrue, "Synced", "b", false, "Synced"}, // message only
+		{metav1.ConditionFalse, "APIError", "c", true, "Synced"},
+		{metav1.ConditionFalse, "APIError", "c", false, "APIError"},
+		{metav1.ConditionFalse, "APIUnavailable", "d", true, "APIError"}, // reason only
+		{metav1.ConditionTrue, "Synced", "e", true, "APIUnavailable"},
+	}
+	for i, s := range steps {
+		prev, got := SetCondition(&conds, metav1.Condition{Type: "Ready", Status: s.status, Reason: s.reason, Message: s.msg})
+		if got != s.transition {
+			t.Fatalf("step %d (%s/%s): transition %v, want %v", i, s.status, s.reason, got, s.transition)
+		}
+		switch {
+		case s.prevReason == "" && prev != nil:
+			t.Fatalf("step %d: prev %+v, want nil", i, prev)
+		case s.prevReason != "" && (prev == nil || prev.Reason != s.prevReason):
+			t.Fatalf("step %d: prev %+v, want reason %s (a copy of the old condition, not the updated element)", i, prev, s.prevReason)
+		}
+	}
+	if len(conds) != 1 || conds[0].Message != "e" {
+		t.Fatalf("conditions %+v", conds)
+	}
+}
+
+func newFake(t *testing.T, objs ...client.Object) (client.Client, *int) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1.S3Bucket{}).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	return c, &patches
+}
+
+func TestFinalizerAndStatusPatcher(t *testing.T) {
+	ctx := context.Background()
+	b := &v1.S3Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", Generation: 3}}
+	c, patches := newFake(t, b)
+	if added, err := EnsureFinalizer(ctx, c, b, "polycrate.io/test"); err != nil || !added {
+		t.Fatalf("ensure: %v %v", added, err)
+	}
+	if added, _ := EnsureFinalizer(ctx, c, b, "polycrate.io/test"); added {
+		t.Fatal("a second ensure patched again")
+	}
+
+	p := NewStatusPatcher(c, b)
+	if wrote, err := p.Done(ctx, b, false); err != nil || wrote || *patches != 0 {
+		t.Fatalf("nothing changed, yet wrote=%v patches=%d err=%v", wrote, *patches, err)
+	}
+	b.Status.Phase = "Error"
+	if wrote, err := p.Done(ctx, b, false); err != nil || !wrote || *patches != 1 {
+		t.Fatalf("a change was not written: %v %d %v", wrote, *patches, err)
+	}
+	got := &v1.S3Bucket{}
+	_ = c.Get(ctx, client.ObjectKeyFromObject(b), got)
+	if got.Status.Phase != "Error" || got.Status.ObservedGeneration != 0 {
+		t.Fatalf("status %+v: observedGeneration must wait for a success", got.Status)
+	}
+	b.Status.Phase = "Ready"
+	if _, err := p.Done(ctx, b, true); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Get(ctx, client.ObjectKeyFromObject(b), got)
+	if got.Status.ObservedGeneration != 3 || !slices.Contains(got.Finalizers, "polycrate.io/test") {
+		t.Fatalf("after success: %+v %v", got.Status, got.Finalizers)
+	}
+
+	if err := RemoveFinalizer(ctx, c, b, "polycrate.io/test"); err != nil || len(b.Finalizers) != 0 {
+		t.Fatalf("remove: %v %v", err, b.Finalizers)
+	}
+	_ = c.Delete(ctx, b)
+	b.Status.Phase = "Pending"
+	if _, err := p.Patch(ctx, b); err != nil {
+		t.Fatalf("a gone object is no error: %v", err)
+	}
+}
+
+func TestEventsAnnounceTransitionsOnly(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	e := Events{Recorder: rec, Action: "Test"}
+	b := &v1.S3Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
+	drain := func() (out []string) {
+		for {
+			select {
+			case ev := <-rec.Events:
+				out = append(out, ev)
+			default:
+				return out
+			}
+		}
+	}
+	steps := []struct {
+		status   metav1.ConditionStatus
+		reason   string
+		announce bool
+		want     string // the event's start, "" for none
+	}{
+		{metav1.ConditionFalse, "Waiting", false, ""}, // a wait is no failure
+		{metav1.ConditionFalse, "APIError", true, "Warning APIError"},
+		{metav1.ConditionFalse, "APIError", true, ""},           // a retry that changes nothing
+		{metav1.ConditionTrue, "Synced", true, "Normal Synced"}, // a recovery
+		{metav1.ConditionTrue, "Synced", true, ""},
+	}
+	for i, s := range steps {
+		e.Ready(b, s.status, s.reason, "m", s.announce)
+		got := drain()
+		switch {
+		case s.want == "" && len(got) != 0, s.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], s.want)):
+			t.Fatalf("step %d: events %v, want %q", i, got, s.want)
+		}
+	}
+	e.Condition(b, metav1.Condition{Type: "APIConnected", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "down"}, true)
+	if got := drain(); len(got) != 1 || !strings.Contains(got[0], "APIConnected: down") {
+		t.Fatalf("a non-Ready condition's event names its type: %v", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	apiErr := func(status int) error {
+		return polycrate.DecodeAPIError(http.MethodPost, "/api/v1/x/", status, http.Header{"Retry-After": []string{"7"}},
+			[]byte(`{"type":"client_error","errors":[{"code":"x","detail":"d","attr":null}]}`))
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		reason  string
+		failed  bool
+		backoff bool
+		after   time.Duration
+	}{
+		{"waiting", Waiting("WaitingForLocalCluster", "m", RequeueLocalCluster), "WaitingForLocalCluster", false, false, RequeueLocalCluster},
+		{"permanent", Permanent("InvalidSpec", "m"), "InvalidSpec", true, false, 0},
+		{"503", apiErr(503), v1.ReasonAPIUnavailable, true, false, 7 * time.Second}, // the Retry-After
+		{"400", apiErr(400), v1.ReasonAPIError, true, false, 0},
+		{"401", apiErr(401), v1.ReasonUnauthorized, true, false, RequeueResync},
+		{"403", apiErr(403), v1.ReasonUnauthorized, true, false, RequeueResync},
+		{"redirect", &polycrate.RedirectError{Method: "GET", Path: "/", StatusCode: 301, Location: "x"}, v1.ReasonAPIRedirect, true, false, 0},
+		{"no answer", &polycrate.TransportError{Err: errors.New("refused")}, v1.ReasonAPIUnavailable, true, true, 0},
+		{"wrapped permanent", fmt.Errorf("step: %w", Permanent("NameCollision", "m")), "NameCollision", true, false, 0},
+		{"a Kubernetes read", errors.New("etcd timeout"), v1.ReasonAPIError, true, true, 0},
+	} {
+		o := Classify(tc.err)
+		if o.Reason != tc.reason || o.Failed != tc.failed || (o.Err != nil) != tc.backoff || o.Result.RequeueAfter != tc.after {
+			t.Errorf("%s: %+v", tc.name, o)
+		}
+	}
+}

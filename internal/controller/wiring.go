@@ -1,0 +1,173 @@
+// Package controller is the reconcile kit every controller of the operator is
+// written with (docs/architecture.md "The reconciler skeleton"): kit.go holds the
+// skeleton's parts, outcome.go the outcomes and the named intervals, wiring.go
+// how a controller is built and woken.
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// The requeue policy of seed 002 "Rate Limiting & Error Handling".
+const (
+	// BaseDelay is the first retry delay of a failing item.
+	BaseDelay = 5 * time.Second
+	// MaxDelay caps the exponential backoff of a failing item.
+	MaxDelay = 60 * time.Second
+	// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles.
+	DefaultMaxConcurrentReconciles = 4
+)
+
+// NewRateLimiter returns the operator's per-item exponential rate limiter:
+// 5 s, 10 s, 20 s, 40 s, then 60 s for every further failure of the same item,
+// reset when the item succeeds. Each controller gets its own instance of the same
+// policy: the limiter keys on namespace/name, which two kinds can share.
+func NewRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](BaseDelay, MaxDelay)
+}
+
+// Options returns the controller options every controller of the operator uses.
+func Options(maxConcurrentReconciles int) crcontroller.Options {
+	if maxConcurrentReconciles < 1 {
+		maxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return crcontroller.Options{
+		MaxConcurrentReconciles: maxConcurrentReconciles,
+		RateLimiter:             NewRateLimiter(),
+	}
+}
+
+// Deps are what every controller is built with; each reconciler embeds them and
+// adds only what is its own. Every controller is then set up the same way:
+// fill the struct, call SetupWithManager(mgr).
+type Deps struct {
+	Client   client.Client
+	Config   *liveconfig.Store
+	Conn     *polycrate.Connection
+	Recorder recorder.EventRecorder
+	Log      logr.Logger
+	// MaxConcurrent is --max-concurrent-reconciles.
+	MaxConcurrent int
+}
+
+// NewDeps builds the Deps from the manager (its client, one event source, its
+// logger) and the operator's shared parts.
+func NewDeps(mgr manager.Manager, cfg *liveconfig.Store, conn *polycrate.Connection, maxConcurrent int) Deps {
+	return Deps{Client: mgr.GetClient(), Config: cfg, Conn: conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
+		Log: mgr.GetLogger(), MaxConcurrent: maxConcurrent}
+}
+
+// Named returns the Deps with the logger named after a part.
+func (d Deps) Named(name string) Deps {
+	d.Log = d.Log.WithName(name)
+	return d
+}
+
+// Events returns the event helper for an action ("Sync", "Provision").
+func (d Deps) Events(action string) Events { return Events{Recorder: d.Recorder, Action: action} }
+
+// Options are the controller options (rate limiter, concurrency).
+func (d Deps) Options() crcontroller.Options { return Options(d.MaxConcurrent) }
+
+// Waker enqueues objects from outside the watches: every object of a kind when
+// the configuration changes, the objects a periodic check found.
+type Waker struct{ ch chan event.GenericEvent }
+
+// NewWaker returns a Waker; its Source goes into the controller's builder.
+func NewWaker() *Waker { return &Waker{ch: make(chan event.GenericEvent, 1024)} }
+
+// Source enqueues what the Waker is given.
+func (w *Waker) Source() source.Source {
+	return source.Channel(w.ch, &handler.EnqueueRequestForObject{})
+}
+
+// Wake enqueues the objects.
+func (w *Waker) Wake(ctx context.Context, objs ...client.Object) {
+	for _, o := range objs {
+		select {
+		case w.ch <- event.GenericEvent{Object: o}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// OnConfigChange runs fn (on the leader) after each change of the live
+// configuration, until the manager stops.
+func OnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, fn func(context.Context)) error {
+	changes := cfg.Subscribe()
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changes:
+				fn(ctx)
+			}
+		}
+	}))
+}
+
+// WakeOnConfigChange enqueues every object list returns after each change of
+// the live configuration (a new connection, local cluster or switch).
+func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, list func(context.Context) ([]client.Object, error)) error {
+	return OnConfigChange(mgr, cfg, func(ctx context.Context) {
+		if objs, err := list(ctx); err == nil {
+			w.Wake(ctx, objs...)
+		}
+	})
+}
+
+// Every runs fn on the leader every interval() (read anew each round: a
+// configured interval applies from the next round), until the manager stops.
+func Every(mgr manager.Manager, interval func() time.Duration, fn func(context.Context)) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			t := time.NewTimer(interval())
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	}))
+}
+
+// Queued is how many wakes wait to be enqueued.
+func (w *Waker) Queued() int { return len(w.ch) }
+
+// ListObjects lists into list and returns its items as objects.
+func ListObjects(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
