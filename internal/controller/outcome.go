@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/x509"
 	"errors"
 	"time"
 
@@ -111,4 +112,13 @@ func Classify(err error) Outcome {
 	default:
 		return Outcome{Reason: v1.ReasonAPIError, Message: msg, Failed: true, Err: err}
 	}
+}
+
+// UntrustedCertificate: the peer's TLS certificate failed verification (unknown
+// authority, wrong host name, invalid): a CA to configure, not an outage.
+func UntrustedCertificate(err error) bool {
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }

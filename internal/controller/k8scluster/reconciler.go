@@ -172,14 +172,10 @@ func checkCA(pemData []byte) (string, string) {
 
 // classify names why a cluster could not be reached.
 func classify(err error) (string, string) {
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
 	var netErr net.Error
 	var urlErr *url.Error
 	switch {
-	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid),
-		strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "certificate"):
+	case controller.UntrustedCertificate(err), strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "certificate"):
 		return v1.ReasonInvalidCACertificate, "the cluster's certificate is not trusted (check spec.caCertificate): " + scrub(err)
 	case apierrors.IsUnauthorized(err):
 		return v1.ReasonUnauthorized, "the cluster rejected the credentials (401)"

@@ -7,7 +7,6 @@ package operatorconfig
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -241,13 +240,10 @@ func (r *Reconciler) token(ctx context.Context, ref v1.CredentialsReference) (to
 // classify turns an API error into a condition reason and message.
 func classify(err error) (reason, msg string) {
 	var transport *polycrate.TransportError
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
 	switch {
 	case polycrate.IsRedirect(err):
 		return v1.ReasonAPIRedirect, err.Error()
-	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid):
+	case controller.UntrustedCertificate(err):
 		return v1.ReasonInvalidCACertificate, "the Polycrate API's TLS certificate is not trusted (a private CA or a TLS-inspecting proxy goes into api_sync.ca_certificate): " + err.Error()
 	case errors.As(err, &transport):
 		return v1.ReasonUnreachable, "the Polycrate API cannot be reached (DNS, connection, proxy or timeout): " + err.Error()
