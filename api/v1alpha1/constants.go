@@ -146,6 +146,8 @@ const (
 	ReasonInvalidMetaSecret = "InvalidMetaSecret"
 	ReasonAppConflict       = "K8sAppNameConflict"
 	ReasonDiscovered        = "Discovered"
+	ReasonInvalidSource     = "InvalidSource"
+	ReasonNameTaken         = "NameTaken"
 
 	// S3Bucket provisioning's events.
 	ReasonSecretWritten = "SecretWritten"

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -193,7 +194,7 @@ func (k8sApps) Prepare(ctx context.Context, c *polycrate.Client, app *v1.K8sApp)
 		return polycrate.ErrNotConnected
 	}
 	set := func(status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionBlockLinked, Status: status, Reason: reason,
+		controller.SetCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionBlockLinked, Status: status, Reason: reason,
 			Message: msg, ObservedGeneration: app.Generation})
 	}
 	ws, err := c.FindWorkspace(ctx, s.Workspace.Name, s.Workspace.Organization)

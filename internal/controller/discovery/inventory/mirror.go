@@ -111,7 +111,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err == nil && src.GetDeletionTimestamp().IsZero() && snap != nil && m.Enabled(snap) {
 		d, selected, derr := m.Declare(src, snap, r.Now())
 		if derr != nil {
-			r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, "InvalidSource", "Discover", "not mirrored: %s", derr)
+			r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1.ReasonInvalidSource, "Discover", "not mirrored: %s", derr)
 			r.Log.Info("source not mirrored", "mirror", m.Name(), "namespace", req.Namespace, "name", req.Name, "problem", derr.Error())
 			return ctrl.Result{}, nil
 		}
@@ -134,7 +134,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if exists && !r.ours(target, req.NamespacedName) {
-		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, "NameTaken", "Discover",
+		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1.ReasonNameTaken, "Discover",
 			"not mirrored: %s %s exists and was not made from this object", target.GetObjectKind().GroupVersionKind().Kind, key.Name)
 		return ctrl.Result{}, nil
 	}
