@@ -427,9 +427,12 @@ func observedOf(st *v1.K8sAppStatus) observed {
 		PodsStatusUpdatedAt: st.PodsStatusUpdatedAt, Artifacts: st.Artifacts, ArtifactCount: st.ArtifactCount}
 }
 
-// writeStatus writes the observed part of the status when it changed. "Changed"
-// is judged against what this process last wrote for the app (the cache may not
-// show that write yet), else against the cached object.
+// writeStatus writes the observed part of the status when it changed: the
+// reconcile's one status write, at its end. Not the kit's StatusPatcher: the
+// sync owns the rest of this status, so discovery names exactly its own fields
+// (a diff against a stale cached copy could leave an old value behind).
+// "Changed" is judged against what this process last wrote for the app (the
+// cache may not show that write yet), else against the cached object.
 func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired) error {
 	sum := Summarize(d.pods)
 	inst := metasecret.Installation{Installed: true} // an external app is there while its sources are
