@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -136,23 +138,21 @@ func TestAStaleCacheNeitherAdoptsNorWrites(t *testing.T) {
 }
 
 func TestRecentWritesExpire(t *testing.T) {
-	now := timeAt(0)
-	w := recentWrites{now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	w := recentWrites{clock: clk}
 	w.put("a", write{id: "1", hash: "h"})
 	if _, ok := w.get("a"); !ok {
 		t.Fatal("just written, not remembered")
 	}
-	now = now.Add(recentTTL + time.Second)
+	clk.Step(recentTTL + time.Second)
 	if _, ok := w.get("a"); ok {
 		t.Fatal("an old write still stands in for the cache")
 	}
 	for i := range 2048 {
 		w.put(types.UID(strconv.Itoa(i)), write{id: "x"})
-		now = now.Add(recentTTL / 1000)
+		clk.Step(recentTTL / 1000)
 	}
-	if n := w.len(); n > 1100 {
+	if n := w.cache().Len(); n > 1100 {
 		t.Fatalf("%d entries: the sweep does not bound the memory", n)
 	}
 }
-
-func timeAt(s int64) time.Time { return time.Unix(s, 0) }

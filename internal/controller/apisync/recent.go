@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 )
 
 // recentTTL is how long a remembered write stands in for the cache: the cache
@@ -14,73 +16,35 @@ import (
 const recentTTL = 30 * time.Second
 
 // write is a sync status this process wrote.
-type write struct {
-	id, hash string
-	at       time.Time
-}
+type write struct{ id, hash string }
 
 // recentWrites remembers the sync statuses this process wrote until the cache
-// shows them (see Reconciler.recall). It holds only writes of the last
-// recentTTL, so it stays small whatever the number of objects.
+// shows them (see Reconciler.recall): apimachinery's expiring cache, whose every
+// write sweeps what expired, so it stays small whatever the number of objects.
 type recentWrites struct {
-	mu     sync.Mutex
-	m      map[types.UID]write
-	puts   int
-	now    func() time.Time
-	expiry time.Duration
+	once  sync.Once
+	c     *utilcache.Expiring
+	clock clock.Clock // nil: the real one (tests set a fake)
 }
 
-func (w *recentWrites) clock() time.Time {
-	if w.now != nil {
-		return w.now()
-	}
-	return time.Now()
-}
-
-func (w *recentWrites) ttl() time.Duration {
-	if w.expiry > 0 {
-		return w.expiry
-	}
-	return recentTTL
-}
-
-func (w *recentWrites) put(uid types.UID, v write) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[types.UID]write{}
-	}
-	now := w.clock()
-	v.at = now
-	w.m[uid] = v
-	if w.puts++; w.puts%1024 == 0 { // amortised sweep of what the cache never re-read
-		for k, e := range w.m {
-			if now.Sub(e.at) > w.ttl() {
-				delete(w.m, k)
-			}
+func (w *recentWrites) cache() *utilcache.Expiring {
+	w.once.Do(func() {
+		if w.clock == nil {
+			w.clock = clock.RealClock{}
 		}
-	}
+		w.c = utilcache.NewExpiringWithClock(w.clock)
+	})
+	return w.c
 }
+
+func (w *recentWrites) put(uid types.UID, v write) { w.cache().Set(uid, v, recentTTL) }
 
 func (w *recentWrites) get(uid types.UID) (write, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v, ok := w.m[uid]
-	if ok && w.clock().Sub(v.at) > w.ttl() {
-		delete(w.m, uid)
+	v, ok := w.cache().Get(uid)
+	if !ok {
 		return write{}, false
 	}
-	return v, ok
+	return v.(write), true
 }
 
-func (w *recentWrites) forget(uid types.UID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.m, uid)
-}
-
-func (w *recentWrites) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.m)
-}
+func (w *recentWrites) forget(uid types.UID) { w.cache().Delete(uid) }
