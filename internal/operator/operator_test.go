@@ -147,17 +147,8 @@ func warningEvent(namespace, reason string) {
 
 // expectEvent waits for an event of a type and reason about the named object.
 func expectEvent(namespace, name, typ, reason string) {
-	EventuallyWithOffset(2, func(g Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
-		found := false
-		for _, e := range list.Items {
-			if e.Reason == reason && e.Type == typ && e.Regarding.Name == name {
-				found = true
-			}
-		}
-		g.Expect(found).To(BeTrue(), "no %s event %s about %s/%s", typ, reason, namespace, name)
-	}, apiTimeout, pollInterval).Should(Succeed())
+	GinkgoHelper()
+	specs.ExpectEvent(k8s, namespace, name, typ, reason)
 }
 
 func eventReasons(namespace string) []string {

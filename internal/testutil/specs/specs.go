@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // test helpers
 	. "github.com/onsi/gomega"    //nolint:revive // test helpers
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,4 +74,18 @@ func Quiet(count func() int, interval time.Duration) {
 		prev = n
 		return settled
 	}, Timeout, interval).Should(BeTrue())
+}
+
+// ExpectEvent waits for an event of the type and reason about the named object.
+func ExpectEvent(c client.Client, namespace, name, typ, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(c.List(context.Background(), list, client.InNamespace(namespace))).To(Succeed())
+		found := false
+		for _, e := range list.Items {
+			found = found || (e.Reason == reason && e.Type == typ && e.Regarding.Name == name)
+		}
+		g.Expect(found).To(BeTrue(), "no %s event %s about %s/%s", typ, reason, namespace, name)
+	}, Timeout, Poll).Should(Succeed())
 }

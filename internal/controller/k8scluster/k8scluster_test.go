@@ -1,4 +1,4 @@
-package operator_test
+package k8scluster_test
 
 import (
 	"crypto/ecdsa"
@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 func apiServerURL() string {
@@ -88,7 +89,7 @@ func expectPhase(namespace, name, phase, reason string) *v1.K8sCluster {
 		api := meta.FindStatusCondition(kc.Status.Conditions, v1.ConditionAPIReported)
 		g.Expect(api).NotTo(BeNil())
 		g.Expect(api.Reason).To(Equal(v1.ReasonOneClusterPerWorkspace))
-	}, apiTimeout, pollInterval).Should(Succeed())
+	}, specs.Timeout, specs.Poll).Should(Succeed())
 	return kc
 }
 
@@ -149,17 +150,18 @@ var _ = Describe("K8sCluster: external clusters", func() {
 	)
 
 	It("refuses a K8sCluster outside the operator namespace", func() {
-		external("elsewhere", "stray", v1.K8sClusterSpec{APIServer: apiServerURL(), Authentication: tokenAuth("x")})
-		Expect(expectPhase("elsewhere", "stray", k8scluster.PhaseError, v1.ReasonInvalidSpec).Status.Message).To(ContainSubstring(`operator namespace "polycrate"`))
+		elsewhere := specs.Namespace(k8s, "elsewhere")
+		external(elsewhere, "stray", v1.K8sClusterSpec{APIServer: apiServerURL(), Authentication: tokenAuth("x")})
+		Expect(expectPhase(elsewhere, "stray", k8scluster.PhaseError, v1.ReasonInvalidSpec).Status.Message).To(ContainSubstring(`operator namespace "polycrate"`))
 	})
 
 	It("picks up fixed credentials at once through the Secret watch, with an event on every change of the reason", func() {
 		external(ns, "fixed-later", v1.K8sClusterSpec{APIServer: apiServerURL(), Authentication: tokenAuth("fixed-later"), CACertificate: string(cfg.CAData)})
 		expectPhase(ns, "fixed-later", k8scluster.PhaseError, v1.ReasonSecretNotFound)
-		expectEvent(ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonSecretNotFound)
+		specs.ExpectEvent(k8s, ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonSecretNotFound)
 		secret(ns, "fixed-later", map[string]string{"token": "wrong"})
 		expectPhase(ns, "fixed-later", k8scluster.PhaseError, v1.ReasonUnauthorized)
-		expectEvent(ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonUnauthorized)
+		specs.ExpectEvent(k8s, ns, "fixed-later", corev1.EventTypeWarning, v1.ReasonUnauthorized)
 		s := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-later"}, s)).To(Succeed())
 		token := saToken()
@@ -170,8 +172,8 @@ var _ = Describe("K8sCluster: external clusters", func() {
 			kc := &v1.K8sCluster{}
 			_ = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-later"}, kc)
 			return kc.Status.Phase
-		}, 20*time.Second, pollInterval).Should(Equal(k8scluster.PhaseReady))
-		expectEvent(ns, "fixed-later", corev1.EventTypeNormal, v1.ReasonConnected) // "connected again"
+		}, 20*time.Second, specs.Poll).Should(Equal(k8scluster.PhaseReady))
+		specs.ExpectEvent(k8s, ns, "fixed-later", corev1.EventTypeNormal, v1.ReasonConnected) // "connected again"
 		// No credential in any status.
 		list := &v1.K8sClusterList{}
 		Expect(k8s.List(ctx, list)).To(Succeed())
