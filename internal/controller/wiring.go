@@ -111,13 +111,17 @@ func (w *Waker) Wake(ctx context.Context, objs ...client.Object) {
 // OnConfigChange runs fn (on the leader) after each change of the live
 // configuration, until the manager stops.
 func OnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, fn func(context.Context)) error {
-	changes := cfg.Subscribe()
+	return OnSignal(mgr, cfg.Subscribe(), fn)
+}
+
+// OnSignal runs fn (on the leader) after each signal on ch, until the manager stops.
+func OnSignal(mgr manager.Manager, ch <-chan struct{}, fn func(context.Context)) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-changes:
+			case <-ch:
 				fn(ctx)
 			}
 		}

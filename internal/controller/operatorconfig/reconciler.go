@@ -22,10 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -495,33 +491,18 @@ func (r *Reconciler) event(oc *v1.OperatorConfig, typ, reason, msg string) {
 // SetupWithManager wires the reconciler: OperatorConfigs, the token Secret (from
 // the operator namespace's own cache), and the health reporter's changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
-	healthEvents := make(chan event.GenericEvent, 1)
-	// The health reporter's changes wake the singleton; a runnable, so the
-	// forwarder ends with the manager instead of outliving it.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-r.Health.Changed():
-				select {
-				case healthEvents <- event.GenericEvent{Object: &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}}:
-				case <-ctx.Done():
-					return nil
-				}
-			}
-		}
-	})); err != nil {
+	// The health reporter's changes wake the singleton (a manager runnable: the
+	// forwarder ends with the manager instead of outliving it).
+	waker := controller.NewWaker()
+	singleton := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
+	if err := controller.OnSignal(mgr, r.Health.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatorconfig").
 		For(&v1.OperatorConfig{}).
 		WatchesRawSource(r.SecretSource).
-		WatchesRawSource(source.Channel(healthEvents, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-			return []reconcile.Request{singleton}
-		}))).
+		WatchesRawSource(waker.Source()).
 		WithOptions(r.Options()).
 		Complete(r)
 }
