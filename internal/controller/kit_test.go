@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 
+	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -180,5 +181,38 @@ func TestClassify(t *testing.T) {
 		if o.Reason != tc.reason || o.Failed != tc.failed || (o.Err != nil) != tc.backoff || o.Result.RequeueAfter != tc.after {
 			t.Errorf("%s: %+v", tc.name, o)
 		}
+	}
+}
+
+func TestSnapshotWaits(t *testing.T) {
+	store := &liveconfig.Store{}
+	d := Deps{Config: store}
+	enabled := func(s *liveconfig.Snapshot) *bool { return s.Spec.APISync.Enabled }
+	reason := func() string {
+		_, err := d.Snapshot("api_sync", enabled, "nothing happens")
+		if err == nil {
+			return "acts"
+		}
+		return Classify(err).Reason
+	}
+	if got := reason(); got != "" {
+		t.Fatalf("just started: %q, want a silent wait", got)
+	}
+	store.MarkLoaded()
+	if got := reason(); got != v1.ReasonOperatorConfigMissing {
+		t.Fatalf("no OperatorConfig: %q", got)
+	}
+	off := false
+	snap := &liveconfig.Snapshot{}
+	snap.Spec.APISync.Enabled = &off
+	store.Set(snap)
+	if got := reason(); got != v1.ReasonDisabled {
+		t.Fatalf("switched off: %q", got)
+	}
+	snap2 := *snap
+	snap2.Spec.APISync.Enabled = nil // the default is on
+	store.Set(&snap2)
+	if got := reason(); got != "acts" {
+		t.Fatalf("on: %q", got)
 	}
 }

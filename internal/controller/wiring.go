@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -72,6 +73,27 @@ func NewDeps(mgr manager.Manager, cfg *liveconfig.Store, conn *polycrate.Connect
 	return Deps{Client: mgr.GetClient(), Config: cfg, Conn: conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
 		Log: mgr.GetLogger(), MaxConcurrent: maxConcurrent}
 }
+
+// Snapshot is the live configuration a step acts on, or the wait while it may
+// not act: just started (nothing to say yet: the configuration's arrival wakes
+// every object), no OperatorConfig (idle says what then does not happen), or the
+// feature switched off (its switch named as in the OperatorConfig).
+func (d Deps) Snapshot(feature string, enabled func(*liveconfig.Snapshot) *bool, idle string) (*liveconfig.Snapshot, error) {
+	snap := d.Config.Get()
+	switch {
+	case snap == nil && !d.Config.Loaded():
+		return nil, Waiting("", "", 0)
+	case snap == nil:
+		return nil, Waiting(v1.ReasonOperatorConfigMissing, "no OperatorConfig: "+idle, 0)
+	case !liveconfig.Enabled(enabled(snap)):
+		return nil, Waiting(v1.ReasonDisabled, feature+".enabled is false", 0)
+	}
+	return snap, nil
+}
+
+// NotConnected is the wait for the API connection (the OperatorConfig says why
+// there is none; its arrival wakes every object).
+var NotConnected = Waiting(v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)", RequeueNotConnected)
 
 // Named returns the Deps with the logger named after a part.
 func (d Deps) Named(name string) Deps {

@@ -212,20 +212,14 @@ func (r *Reconciler[O, P]) adoptable(ctx context.Context, obj O, id string) erro
 // vocabulary.
 func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 	st := obj.SyncState()
-	snap := r.Config.Get()
-	c := r.Conn.Client()
-	notConnected := controller.Waiting(v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)", controller.RequeueNotConnected)
-	switch {
-	case snap == nil && !r.Config.Loaded():
-		return controller.Waiting("", "", 0) // just started: the configuration change wakes every object
-	case snap == nil:
-		return controller.Waiting(v1.ReasonOperatorConfigMissing, "no OperatorConfig: nothing is synced to the Polycrate API", 0)
-	case !liveconfig.Enabled(snap.Spec.APISync.Enabled):
-		return controller.Waiting(v1.ReasonDisabled, "api_sync.enabled is false", 0)
+	snap, err := r.Snapshot("api_sync", func(s *liveconfig.Snapshot) *bool { return s.Spec.APISync.Enabled }, "nothing is synced to the Polycrate API")
+	if err != nil {
+		return err
 	}
+	c := r.Conn.Client()
 	if p, ok := r.Kind.Adapter.(Preparer[O]); ok {
 		if err := p.Prepare(ctx, c, obj); errors.Is(err, polycrate.ErrNotConnected) {
-			return notConnected
+			return controller.NotConnected
 		} else if err != nil {
 			return err
 		}
@@ -251,7 +245,7 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 		return nil
 	}
 	if c == nil {
-		return notConnected
+		return controller.NotConnected
 	}
 	a := r.Kind.Adapter
 	id := st.APIID

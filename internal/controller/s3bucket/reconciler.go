@@ -92,20 +92,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket, patcher *controller.StatusPatcher) (ctrl.Result, error) {
-	snap := r.Config.Get()
+	if _, err := r.Snapshot("s3_bucket_provisioning", func(s *liveconfig.Snapshot) *bool { return s.Spec.S3BucketProvisioning.Enabled },
+		"no bucket is provisioned"); err != nil {
+		return ctrl.Result{}, err
+	}
 	c := r.Conn.Client()
-	switch {
-	case snap == nil && !r.Config.Loaded():
-		return ctrl.Result{}, nil // just started: the configuration change wakes every bucket
-	case snap == nil:
-		r.pending(b, v1.ReasonOperatorConfigMissing, "no OperatorConfig: no bucket is provisioned")
-		return ctrl.Result{}, nil
-	case !liveconfig.Enabled(snap.Spec.S3BucketProvisioning.Enabled):
-		r.pending(b, v1.ReasonDisabled, "s3_bucket_provisioning.enabled is false")
-		return ctrl.Result{}, nil
-	case c == nil:
-		r.pending(b, v1.ReasonAPIUnavailable, "not connected to the Polycrate API yet (see the OperatorConfig's conditions)")
-		return ctrl.Result{RequeueAfter: controller.RequeueNotConnected}, nil
+	if c == nil {
+		return ctrl.Result{}, controller.NotConnected
 	}
 	if errs := validation.IsDNS1123Subdomain(SecretName(b.Spec.Name)); len(errs) > 0 {
 		// Checked before any API call: a bucket whose credentials can never be
@@ -425,6 +418,12 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result,
 // and wait for a change; an API outage → keep the phase, say why, back off.
 func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
 	o := controller.Classify(err)
+	if !o.Failed { // a wait
+		if o.Reason != "" {
+			r.pending(b, o.Reason, o.Message)
+		}
+		return o.Result, o.Err
+	}
 	if o.Reason == v1.ReasonAPIUnavailable {
 		r.events().Ready(b, metav1.ConditionFalse, o.Reason, o.Message, true) // once per transition, not per retry
 		return o.Result, o.Err
