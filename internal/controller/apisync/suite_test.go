@@ -38,17 +38,8 @@ func TestAPISync(t *testing.T) {
 	RunSpecs(t, "Endpoint sync to the Polycrate API (envtest + emulator)")
 }
 
-var _ = BeforeSuite(func() {
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: GinkgoLogr})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, api, op = oe.K8s, oe.API, oe.Op
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{}, func(e *testutil.OperatorEnv) {
+	oe, k8s, api, op = e, e.K8s, e.API, e.Op
 })
 
 // restartOperator stops the manager and starts a fresh one.

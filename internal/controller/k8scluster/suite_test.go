@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
 // ns is the operator's namespace: K8sClusters and their Secrets live there.
@@ -29,15 +30,6 @@ func TestK8sCluster(t *testing.T) {
 	RunSpecs(t, "K8sCluster: external clusters (envtest + the operator)")
 }
 
-var _ = BeforeSuite(func() {
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: GinkgoLogr})
-	Expect(err).NotTo(HaveOccurred())
-	env, cfg, k8s = oe.Env, oe.Config, oe.K8s
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{}, func(e *testutil.OperatorEnv) {
+	oe, env, cfg, k8s = e, e.Env, e.Config, e.K8s
 })

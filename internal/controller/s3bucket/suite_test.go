@@ -41,23 +41,14 @@ func TestS3Buckets(t *testing.T) {
 	RunSpecs(t, "S3Bucket provisioning (envtest + emulator)")
 }
 
-var _ = BeforeSuite(func() {
-	log := funcr.New(func(prefix, args string) {
-		logsMu.Lock()
-		fmt.Fprintln(&logs, prefix, args)
-		logsMu.Unlock()
-		fmt.Fprintln(GinkgoWriter, prefix, args)
-	}, funcr.Options{Verbosity: 10})
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: log, S3Resync: 2 * time.Second})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, api = oe.K8s, oe.API
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
+// Everything the operator logs is kept for the secrets test, and shown as usual.
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{S3Resync: 2 * time.Second, Log: funcr.New(func(prefix, args string) {
+	logsMu.Lock()
+	fmt.Fprintln(&logs, prefix, args)
+	logsMu.Unlock()
+	fmt.Fprintln(GinkgoWriter, prefix, args)
+}, funcr.Options{Verbosity: 10})}, func(e *testutil.OperatorEnv) {
+	oe, k8s, api = e, e.K8s, e.API
 })
 
 func freshNamespace() string { return specs.Namespace(k8s, "s3") }

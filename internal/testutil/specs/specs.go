@@ -89,3 +89,26 @@ func ExpectEvent(c client.Client, namespace, name, typ, reason string) {
 		g.Expect(found).To(BeTrue(), "no %s event %s about %s/%s", typ, reason, namespace, name)
 	}, Timeout, Poll).Should(Succeed())
 }
+
+// OperatorSuite is a package's whole suite set-up: one operator (envtest, the
+// API emulator, every controller; testutil.StartOperatorEnv) started before the
+// package's specs and stopped after them. ready receives it (the suite keeps
+// its parts in package variables). Use as `var _ = specs.OperatorSuite(...)`.
+func OperatorSuite(o testutil.OperatorEnvOptions, ready func(*testutil.OperatorEnv)) bool {
+	var oe *testutil.OperatorEnv
+	BeforeSuite(func() {
+		if o.Log.GetSink() == nil {
+			o.Log = GinkgoLogr
+		}
+		var err error
+		oe, err = testutil.StartOperatorEnv(o)
+		Expect(err).NotTo(HaveOccurred())
+		ready(oe)
+	})
+	AfterSuite(func() {
+		if oe != nil {
+			Expect(oe.Stop()).To(Succeed())
+		}
+	})
+	return true
+}

@@ -26,20 +26,11 @@ func TestDiscovery(t *testing.T) {
 	RunSpecs(t, "Endpoint discovery from Ingresses (envtest + emulator)")
 }
 
-var _ = BeforeSuite(func() {
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: GinkgoLogr, Configure: func(oc *v1.OperatorConfig) {
-		oc.Spec.EndpointDiscovery.IgnoreNamespaces = []string{"kube-system", "ignored"}
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	k8s = oe.K8s
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
+	oc.Spec.EndpointDiscovery.IgnoreNamespaces = []string{"kube-system", "ignored"}
+}}, func(e *testutil.OperatorEnv) {
+	oe, k8s = e, e.K8s
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ignored"}})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
 })
 
 func freshNamespace() string { return specs.Namespace(k8s, "disc") }

@@ -38,20 +38,11 @@ func TestInventory(t *testing.T) {
 	RunSpecs(t, "Inventory discovery and sync (envtest + emulator)")
 }
 
-var _ = BeforeSuite(func() {
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: GinkgoLogr, ThirdPartyCRDs: true, Configure: func(oc *v1.OperatorConfig) {
-		oc.Spec.CertificateDiscovery.IssuerFilter.ExcludeIssuers = []string{"selfsigned-issuer"}
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, api = oe.K8s, oe.API
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{ThirdPartyCRDs: true, Configure: func(oc *v1.OperatorConfig) {
+	oc.Spec.CertificateDiscovery.IssuerFilter.ExcludeIssuers = []string{"selfsigned-issuer"}
+}}, func(e *testutil.OperatorEnv) {
+	oe, k8s, api = e, e.K8s, e.API
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "velero"}})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
 })
 
 func freshNamespace() string { return specs.Namespace(k8s, "inv") }

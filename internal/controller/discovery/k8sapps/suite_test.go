@@ -39,20 +39,11 @@ func TestK8sApps(t *testing.T) {
 	RunSpecs(t, "K8sApp discovery and sync (envtest + emulator)")
 }
 
-var _ = BeforeSuite(func() {
-	var err error
-	oe, err = testutil.StartOperatorEnv(testutil.OperatorEnvOptions{Log: GinkgoLogr, ThirdPartyCRDs: true, Configure: func(oc *v1.OperatorConfig) {
-		oc.Spec.AppDiscovery.IgnoreNamespaces = []string{"kube-system", "apps-ignored"}
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, api = oe.K8s, oe.API
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{ThirdPartyCRDs: true, Configure: func(oc *v1.OperatorConfig) {
+	oc.Spec.AppDiscovery.IgnoreNamespaces = []string{"kube-system", "apps-ignored"}
+}}, func(e *testutil.OperatorEnv) {
+	oe, k8s, api = e, e.K8s, e.API
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps-ignored"}})).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if oe != nil {
-		Expect(oe.Stop()).To(Succeed())
-	}
 })
 
 func freshNamespace() string { return specs.Namespace(k8s, "apps") }
