@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -185,9 +186,9 @@ func TestResourceRoundTrips(t *testing.T) {
 		if p := must(r.Patch(ctx, ep.ID, map[string]any{"remote_port": 8443})); *p.RemotePort != 8443 {
 			t.Fatal("PATCH lost")
 		}
-		row := must(c.FindEndpoint(ctx, "prod-web-1"))
-		if row == nil || row.ID != ep.ID || row.Name != "web.example.com" {
-			t.Fatalf("find: %+v (list rows show the display name)", row)
+		rows := must(r.List(ctx, polycrate.Query("name_exact", "prod-web-1")))
+		if len(rows) != 1 || rows[0].ID != ep.ID || rows[0].Name != "web.example.com" {
+			t.Fatalf("find: %+v (list rows show the display name)", rows)
 		}
 		if err := r.Delete(ctx, ep.ID); err != nil { // 202
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestResourceRoundTrips(t *testing.T) {
 		if _, err := r.Get(ctx, ep.ID); !polycrate.IsNotFound(err) {
 			t.Fatalf("soft-deleted endpoint: %v", err)
 		}
-		if row := must(c.FindEndpoint(ctx, "prod-web-1")); row != nil {
+		if rows := must(r.List(ctx, polycrate.Query("name_exact", "prod-web-1"))); len(rows) != 0 {
 			t.Fatal("deleted endpoint still listed")
 		}
 		if err := r.Delete(ctx, ep.ID); err != nil { // idempotent: 202 again
@@ -245,11 +246,13 @@ func TestResourceRoundTrips(t *testing.T) {
 			SourceNamespace: &ns, ScheduleCron: polycrate.Ptr("0 2 * * *"), Metadata: map[string]any{"last_backup_name": "daily-1"}}))
 		b := must(c.Backups().Create(ctx, polycrate.BackupRequest{Name: "daily-1", K8sCluster: cl, Provider: "velero", Kind: "cluster",
 			SourceNamespace: &ns, Status: "completed", Schedule: &s.ID}))
-		row := must(polycrate.FindBackup(ctx, c.Backups(), "daily-1", "velero", "velero", cl))
-		if row == nil || row.ID != b.ID {
-			t.Fatalf("find backup %+v", row)
+		key := func(provider string) url.Values {
+			return polycrate.Query("name_exact", "daily-1", "provider", provider, "source_namespace", "velero", "k8s_cluster", cl)
 		}
-		if row := must(polycrate.FindBackup(ctx, c.Backups(), "daily-1", "cloudnativepg", "velero", cl)); row != nil {
+		if rows := must(c.Backups().List(ctx, key("velero"))); len(rows) != 1 || rows[0].ID != b.ID {
+			t.Fatalf("find backup %+v", rows)
+		}
+		if rows := must(c.Backups().List(ctx, key("cloudnativepg"))); len(rows) != 0 {
 			t.Fatal("provider is part of the natural key")
 		}
 		if _, err := c.Backups().Create(ctx, polycrate.BackupRequest{Name: "x", K8sCluster: cl, Status: "done"}); !polycrate.IsValidation(err) {
@@ -264,11 +267,11 @@ func TestResourceRoundTrips(t *testing.T) {
 		if !cert.IsExpiringSoon || cert.IsExpired || *cert.DaysUntilExpiry < 9 {
 			t.Fatalf("computed expiry %+v", cert)
 		}
-		if row := must(c.FindCertificate(ctx, "api-example-com-tls", "production", cl)); row == nil || row.ID != cert.ID {
-			t.Fatal("find certificate")
-		}
-		if row := must(c.FindCertificate(ctx, "api-example-com-tls", "staging", cl)); row != nil {
-			t.Fatal("namespace is part of the natural key")
+		// The API filters certificates by name only; the rows carry namespace and
+		// cluster, which the operator's lookup matches.
+		rows := must(c.Certificates().List(ctx, polycrate.Query("name_exact", "api-example-com-tls")))
+		if len(rows) != 1 || rows[0].ID != cert.ID || rows[0].Namespace != "production" || rows[0].K8sCluster == nil || rows[0].K8sCluster.ID != cl {
+			t.Fatalf("find certificate %+v", rows)
 		}
 	})
 	t.Run("s3 buckets", func(t *testing.T) {
@@ -387,7 +390,8 @@ func TestAdoptOnConflict(t *testing.T) {
 	}
 }
 
-func TestCollisionsAreVisibleAndFindRefusesAmbiguity(t *testing.T) {
+// The operator's lookup refusing such an ambiguity is apisync's TestFindRefusesAmbiguity.
+func TestCollisionsAreVisible(t *testing.T) {
 	e := newEnv(t, emulator.Config{})
 	ctx := context.Background()
 	c := e.client(t, emulator.DevAgentToken)
@@ -396,9 +400,6 @@ func TestCollisionsAreVisibleAndFindRefusesAmbiguity(t *testing.T) {
 	must(c.Endpoints().Create(ctx, req))
 	if cs := e.srv.Collisions(); len(cs) != 1 || cs[0].Key != "name=dup" {
 		t.Fatalf("collisions %+v", cs)
-	}
-	if _, err := c.FindEndpoint(ctx, "dup"); err == nil {
-		t.Fatal("an ambiguous natural key must be an error, not a guess")
 	}
 }
 

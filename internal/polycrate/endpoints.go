@@ -1,7 +1,6 @@
 package polycrate
 
 import (
-	"context"
 	"fmt"
 )
 
@@ -72,12 +71,6 @@ type EndpointRequest struct {
 // Endpoints is /api/v1/endpoints/.
 func (c *Client) Endpoints() Resource[Endpoint, EndpointRow, EndpointRequest] {
 	return newResource[Endpoint, EndpointRow, EndpointRequest](c, "endpoints", "/api/v1/endpoints/")
-}
-
-// FindEndpoint finds the endpoint with this exact name (the operator's natural key)
-// in one request; nil when there is none.
-func (c *Client) FindEndpoint(ctx context.Context, name string) (*EndpointRow, error) {
-	return findOne(c.Endpoints().List(ctx, Query("name_exact", name)))
 }
 
 // findOne returns the only row, nil for none, an error for several.

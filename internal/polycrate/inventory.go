@@ -1,7 +1,6 @@
 package polycrate
 
 import (
-	"context"
 	"time"
 )
 
@@ -121,12 +120,6 @@ func (c *Client) BackupSchedules() Resource[BackupSchedule, BackupRow, BackupSch
 	return newResource[BackupSchedule, BackupRow, BackupScheduleRequest](c, "backups/backup-schedules", "/api/v1/backups/backup-schedules/")
 }
 
-// FindBackup finds a backup or schedule by its natural key (name, provider,
-// source namespace, cluster) in one request.
-func FindBackup[D any](ctx context.Context, r Resource[D, BackupRow, BackupRequest], name, provider, sourceNamespace, clusterID string) (*BackupRow, error) {
-	return findOne(r.List(ctx, Query("name_exact", name, "provider", provider, "source_namespace", sourceNamespace, "k8s_cluster", clusterID)))
-}
-
 // Certificate is the detail model of /api/v1/certificates/.
 type Certificate struct {
 	Meta
@@ -178,20 +171,4 @@ type CertificateRequest struct {
 // Certificates is /api/v1/certificates/.
 func (c *Client) Certificates() Resource[Certificate, CertificateRow, CertificateRequest] {
 	return newResource[Certificate, CertificateRow, CertificateRequest](c, "certificates", "/api/v1/certificates/")
-}
-
-// FindCertificate finds a certificate by name, namespace and cluster: name_exact in
-// one request, the rest matched on the rows.
-func (c *Client) FindCertificate(ctx context.Context, name, namespace, clusterID string) (*CertificateRow, error) {
-	rows, err := c.Certificates().List(ctx, Query("name_exact", name))
-	if err != nil {
-		return nil, err
-	}
-	var match []CertificateRow
-	for _, r := range rows {
-		if r.Namespace == namespace && r.K8sCluster != nil && r.K8sCluster.ID == clusterID {
-			match = append(match, r)
-		}
-	}
-	return findOne(match, nil)
 }

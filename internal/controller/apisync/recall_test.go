@@ -156,3 +156,37 @@ func TestRecentWritesExpire(t *testing.T) {
 		t.Fatalf("%d entries: the sweep does not bound the memory", n)
 	}
 }
+
+// Two API objects with one natural key (the emulator lets a test make them): the
+// lookup is an error, never a guess which one to adopt or delete.
+func TestFindRefusesAmbiguity(t *testing.T) {
+	srv, err := emulator.New(emulator.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	c, err := polycrate.New(polycrate.Options{BaseURL: ts.URL, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := polycrate.EndpointRequest{Name: "dup", RemoteAddress: "d.example.com", Kind: "http"}
+	a := endpointAdapter(nil)
+	if id, err := a.Find(ctx, c, &v1.Endpoint{}, req); err != nil || id != "" {
+		t.Fatalf("none: %q %v", id, err)
+	}
+	first, err := a.Create(ctx, c, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := a.Find(ctx, c, &v1.Endpoint{}, req); err != nil || id != first {
+		t.Fatalf("one: %q %v", id, err)
+	}
+	if _, err := a.Create(ctx, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := a.Find(ctx, c, &v1.Endpoint{}, req); err == nil || !strings.Contains(err.Error(), "2 API objects match one natural key") {
+		t.Fatalf("two: %q %v", id, err)
+	}
+}
