@@ -3,13 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"reflect"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
@@ -97,9 +102,46 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, err
 }
 
 // Events emits a controller's events; Action names what it was doing ("Sync").
+// A failure and a recovery are also a log line and, for a failure, a count.
 type Events struct {
 	Recorder recorder.EventRecorder
 	Action   string
+	Log      logr.Logger
+}
+
+// failures is polycrate_operator_failures_total{kind,reason}: every transition of
+// an object into a failure (a failure that stays is counted once, like its event).
+var failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "polycrate_operator_failures_total",
+	Help: "Transitions of the operator's objects into a failure, by kind and reason (one per change, not per retry)."},
+	[]string{"kind", "reason"})
+
+func init() { ctrlmetrics.Registry.MustRegister(failures) }
+
+// Failure announces that an object turned to a failure: a Warning event, one log
+// line with kind, name, reason and message, and the failure counter.
+func (e Events) Failure(obj client.Object, reason, msg string) {
+	e.Event(obj, corev1.EventTypeWarning, reason, msg)
+	kind := KindOf(obj)
+	e.Log.Info("failed", "kind", kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "action", e.Action,
+		"reason", reason, "message", msg)
+	failures.WithLabelValues(kind, reason).Inc()
+}
+
+// Recovery announces that an object recovered from a failure: a Normal event and
+// a log line.
+func (e Events) Recovery(obj client.Object, reason, msg string) {
+	e.Event(obj, corev1.EventTypeNormal, reason, msg)
+	e.Log.Info("recovered", "kind", KindOf(obj), "namespace", obj.GetNamespace(), "name", obj.GetName(), "action", e.Action,
+		"reason", reason, "message", msg)
+}
+
+// KindOf is an object's kind: its TypeMeta's, else its Go type's name (typed
+// objects read from a client carry no TypeMeta).
+func KindOf(obj client.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return reflect.TypeOf(obj).Elem().Name()
 }
 
 // Event emits one event (nothing without a recorder).
@@ -110,9 +152,9 @@ func (e Events) Event(obj client.Object, typ, reason, msg string) {
 }
 
 // Condition sets a condition and, when announce is set and its status or reason
-// changed, emits the event the transition calls for: a Warning when it turned
-// False, a Normal when it turned True after being False. Retries that change
-// nothing emit nothing. It reports whether the condition transitioned.
+// changed, announces the transition: a Failure when it turned False, a Recovery
+// when it turned True after being False. Retries that change nothing announce
+// nothing. It reports whether the condition transitioned.
 func (e Events) Condition(obj Object, c metav1.Condition, announce bool) bool {
 	c.ObservedGeneration = obj.GetGeneration()
 	prev, transitioned := SetCondition(obj.StatusConditions(), c)
@@ -125,9 +167,9 @@ func (e Events) Condition(obj Object, c metav1.Condition, announce bool) bool {
 	}
 	switch {
 	case c.Status == metav1.ConditionFalse:
-		e.Event(obj, "Warning", c.Reason, msg)
+		e.Failure(obj, c.Reason, msg)
 	case c.Status == metav1.ConditionTrue && prev != nil && prev.Status == metav1.ConditionFalse:
-		e.Event(obj, "Normal", c.Reason, msg)
+		e.Recovery(obj, c.Reason, msg)
 	}
 	return transitioned
 }

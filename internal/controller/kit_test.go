@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -214,5 +217,30 @@ func TestSnapshotWaits(t *testing.T) {
 	store.Set(&snap2)
 	if got := reason(); got != "acts" {
 		t.Fatalf("on: %q", got)
+	}
+}
+
+func TestFailureIsLoggedAndCountedOnce(t *testing.T) {
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+	e := Events{Recorder: events.NewFakeRecorder(10), Action: "Test", Log: log}
+	b := &v1.S3Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "counted"}}
+	count := func() float64 { return promtestutil.ToFloat64(failures.WithLabelValues("S3Bucket", "QuotaExceeded")) }
+	before := count()
+	e.Ready(b, metav1.ConditionFalse, "QuotaExceeded", "no room", true)
+	e.Ready(b, metav1.ConditionFalse, "QuotaExceeded", "no room", true) // a retry
+	if got := count() - before; got != 1 {
+		t.Fatalf("counted %v failures, want 1 (a transition, not a retry)", got)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="failed"`) || !strings.Contains(lines[0], `"kind"="S3Bucket"`) ||
+		!strings.Contains(lines[0], `"name"="counted"`) || !strings.Contains(lines[0], `"reason"="QuotaExceeded"`) || !strings.Contains(lines[0], `"message"="no room"`) {
+		t.Fatalf("log lines %q", lines)
+	}
+	e.Ready(b, metav1.ConditionTrue, "Ready", "ok", true)
+	if len(lines) != 2 || !strings.Contains(lines[1], `"msg"="recovered"`) {
+		t.Fatalf("no recovery line: %q", lines)
+	}
+	if got := count() - before; got != 1 {
+		t.Fatalf("a recovery counted as a failure: %v", got)
 	}
 }

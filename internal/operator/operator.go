@@ -216,11 +216,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	// Every registered kind's CRs → the API.
 	op.Syncs = map[string]apisync.Syncer{}
 	syncOpts := apisync.Options{Deps: d.Named("sync"), Verify: o.RepairInterval}
-	for _, k := range apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: apps.PodDetails}) {
+	kinds := apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: apps.PodDetails})
+	for _, k := range kinds {
 		if op.Syncs[k.CRKind()], err = k.Setup(mgr, syncOpts); err != nil {
 			return nil, err
 		}
 	}
+	apisync.CountPhases(mgr.GetClient(), kinds)
 	if err := op.Gate.Setup(); err != nil {
 		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
 	}

@@ -390,7 +390,7 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result,
 				}
 				msg := "cannot delete bucket " + id + ": " + err.Error()
 				if r.setPhase(b, v1.S3BucketPhaseError, v1.ReasonAPIError, msg) {
-					r.event(b, corev1.EventTypeWarning, v1.ReasonAPIError, msg)
+					r.events().Failure(b, v1.ReasonAPIError, msg)
 				}
 				return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}, false, nil
 			}
@@ -429,8 +429,7 @@ func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
 		return o.Result, o.Err
 	}
 	if r.setPhase(b, v1.S3BucketPhaseError, o.Reason, o.Message) {
-		r.event(b, corev1.EventTypeWarning, o.Reason, o.Message)
-		r.Log.Info("S3Bucket not provisioned", "namespace", b.Namespace, "name", b.Name, "reason", o.Reason, "message", o.Message)
+		r.events().Failure(b, o.Reason, o.Message)
 	}
 	return o.Result, o.Err
 }
