@@ -102,7 +102,9 @@ func (d Deps) Named(name string) Deps {
 }
 
 // Events returns the event helper for an action ("Sync", "Provision").
-func (d Deps) Events(action string) Events { return Events{Recorder: d.Recorder, Action: action, Log: d.Log} }
+func (d Deps) Events(action string) Events {
+	return Events{Recorder: d.Recorder, Action: action, Log: d.Log}
+}
 
 // Options are the controller options (rate limiter, concurrency).
 func (d Deps) Options() crcontroller.Options { return Options(d.MaxConcurrent) }
