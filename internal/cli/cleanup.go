@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -45,9 +46,11 @@ type cleanupOptions struct {
 	// ScaleDown names the operator's Deployment (in Namespace) to scale to zero
 	// first, so it cannot put finalizers back (the chart's pre-delete hook).
 	ScaleDown string
-	RetireAPI bool
-	DryRun    bool
-	Namespace string // the operator's: token Secret and OperatorConfig, for --retire-api
+	// ScaleDownTimeout is how long to wait for its replicas to stop.
+	ScaleDownTimeout time.Duration
+	RetireAPI        bool
+	DryRun           bool
+	Namespace        string // the operator's: token Secret and OperatorConfig, for --retire-api
 }
 
 func newCleanupCommand() *cobra.Command {
@@ -77,13 +80,14 @@ cleanup; their credentials Secrets stay. Without --retire-api the API keeps its 
 	cmd.Flags().BoolVar(&o.RetireAPI, "retire-api", false, "retire the API objects of the operator's resources before removing the finalizers")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "only print what would be changed")
 	cmd.Flags().StringVar(&o.ScaleDown, "scale-down", "", "first scale this Deployment (the operator's, in --operator-namespace) to zero and wait for it")
+	cmd.Flags().DurationVar(&o.ScaleDownTimeout, "scale-down-timeout", 2*time.Minute, "how long --scale-down waits for the operator to stop; still running then, cleanup removes nothing")
 	cmd.Flags().StringVar(&o.Namespace, "operator-namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig and token Secret, for --retire-api ($POD_NAMESPACE)")
 	return cmd
 }
 
 func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOptions) error {
 	if o.ScaleDown != "" && !o.DryRun {
-		if err := scaleDown(ctx, c, out, o.Namespace, o.ScaleDown); err != nil {
+		if err := scaleDown(ctx, c, out, o.Namespace, o.ScaleDown, o.ScaleDownTimeout); err != nil {
 			return err
 		}
 	}
@@ -134,8 +138,9 @@ func runCleanup(ctx context.Context, c client.Client, out io.Writer, o cleanupOp
 }
 
 // scaleDown scales the operator's Deployment to zero and waits until no replica
-// runs (at most two minutes); a missing Deployment is fine.
-func scaleDown(ctx context.Context, c client.Client, out io.Writer, namespace, name string) error {
+// runs; a missing Deployment is fine. A replica still running after the timeout
+// is an error: it would put back the finalizers cleanup removes.
+func scaleDown(ctx context.Context, c client.Client, out io.Writer, namespace, name string, timeout time.Duration) error {
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -150,18 +155,17 @@ func scaleDown(ctx context.Context, c client.Client, out io.Writer, namespace, n
 		return fmt.Errorf("scaling Deployment %s/%s to zero: %w", namespace, name, err)
 	}
 	fmt.Fprintf(out, "scaled Deployment %s/%s to zero\n", namespace, name)
-	deadline := time.Now().Add(2 * time.Minute)
-	for d.Status.Replicas > 0 && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-			return client.IgnoreNotFound(err)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
+		return d.Status.Replicas == 0, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the Deployment %s/%s still runs %d replica(s) after %s; nothing was removed (a running operator would put the finalizers back): stop it, or raise --scale-down-timeout",
+			namespace, name, d.Status.Replicas, timeout)
 	}
-	return nil
+	return err
 }
 
 // stripFinalizers removes the matching finalizers from every object of a kind
