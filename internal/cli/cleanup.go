@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -155,17 +154,27 @@ func scaleDown(ctx context.Context, c client.Client, out io.Writer, namespace, n
 		return fmt.Errorf("scaling Deployment %s/%s to zero: %w", namespace, name, err)
 	}
 	fmt.Fprintf(out, "scaled Deployment %s/%s to zero\n", namespace, name)
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("reading Deployment %s/%s: %w", namespace, name, err)
 		}
-		return d.Status.Replicas == 0, nil
-	})
-	if wait.Interrupted(err) {
-		return fmt.Errorf("the Deployment %s/%s still runs %d replica(s) after %s; nothing was removed (a running operator would put the finalizers back): stop it, or raise --scale-down-timeout",
-			namespace, name, d.Status.Replicas, timeout)
+		if d.Status.Replicas == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Deployment %s/%s still runs %d replica(s) after %s; nothing was removed (a running operator would put the finalizers back): stop it, or raise --scale-down-timeout",
+				namespace, name, d.Status.Replicas, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	return err
 }
 
 // stripFinalizers removes the matching finalizers from every object of a kind

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -113,6 +114,51 @@ var _ = Describe("against a cluster", Ordered, func() {
 		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-n", "production")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("\nK8sClusters\n-----------\n  (none)\n"))
+	})
+
+	It("status -o wide names why an object is not synced; -o json and -o yaml print the same", func() {
+		h := &v1.Host{ObjectMeta: metav1.ObjectMeta{Name: "refused-1"}, Spec: v1.HostSpec{Name: "refused-1", Hostname: "refused-1"}}
+		Expect(k8s.Create(ctx, h)).To(Succeed())
+		h.Status.Phase = "Error"
+		h.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonAPIError,
+			Message: "the API refused the host", LastTransitionTime: metav1.Now()}}
+		Expect(k8s.Status().Update(ctx, h)).To(Succeed())
+
+		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig, "-o", "wide")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`\n  NAME\s+NAMESPACE\s+PHASE\s+READY\s+REASON\s+MESSAGE\n(.*\n)*  refused-1\s+-\s+Error\s+False\s+APIError\s+the API refused the host\n`))
+
+		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-o", "json")
+		Expect(err).NotTo(HaveOccurred())
+		var report struct {
+			Cluster string `json:"cluster"`
+			Kinds   []struct {
+				Kind      string `json:"kind"`
+				Installed bool   `json:"installed"`
+				Items     []struct{ Name, Phase, Ready, Reason, Message string }
+			} `json:"kinds"`
+		}
+		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
+		Expect(report.Cluster).To(Equal(clusterURL))
+		Expect(report.Kinds).To(HaveLen(10))
+		found := false
+		for _, k := range report.Kinds {
+			Expect(k.Installed).To(BeTrue())
+			for _, it := range k.Items {
+				if k.Kind == "Host" && it.Name == "refused-1" {
+					found = it.Phase == "Error" && it.Ready == "False" && it.Reason == v1.ReasonAPIError && it.Message == "the API refused the host"
+				}
+			}
+		}
+		Expect(found).To(BeTrue(), out)
+
+		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-o", "yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("reason: APIError"))
+		Expect(out).To(ContainSubstring("cluster: " + clusterURL))
+
+		_, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-o", "xml")
+		Expect(err).To(MatchError(`unknown output format "xml": use table, wide, json or yaml`))
 	})
 
 	It("run starts the manager, serves /healthz, /readyz and /metrics, holds the Lease, and stops cleanly", func() {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -11,53 +12,88 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	polycratev1alpha1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/crds"
 )
 
+// statusReport is what status prints; -o json|yaml print it as it is.
+type statusReport struct {
+	Cluster        string       `json:"cluster"`
+	OperatorConfig string       `json:"operatorConfig"`
+	Kinds          []statusKind `json:"kinds"`
+}
+
+type statusKind struct {
+	Kind      string       `json:"kind"`
+	Installed bool         `json:"installed"`
+	Items     []statusItem `json:"items"`
+}
+
+// statusItem is one object: its phase and, when it is not Ready, why.
+type statusItem struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	Phase     string `json:"phase,omitempty"`
+	Ready     string `json:"ready,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
 func newStatusCommand() *cobra.Command {
 	var kf kubeFlags
-	var namespace, opNamespace string
+	var namespace, opNamespace, output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every Polycrate custom resource in the cluster with its phase",
-		Long: `Print the operator's resources, one section per kind with NAME, NAMESPACE and PHASE.
+		Long: `Print the operator's resources, one section per kind with NAME, NAMESPACE and PHASE
+(-o wide adds READY, REASON and MESSAGE: why an object is not synced; -o json|yaml prints all of it).
 Reads the cluster directly: works whether or not the operator is running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "table", "wide", "json", "yaml":
+			default:
+				return fmt.Errorf("unknown output format %q: use table, wide, json or yaml", output)
+			}
 			c, host, err := kf.client()
 			if err != nil {
 				return err
 			}
-			all, err := crds.All()
+			r, err := collectStatus(cmd.Context(), c, host, namespace, opNamespace)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			case "yaml":
+				b, err := yaml.Marshal(r)
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(b)
+				return err
+			}
 			fmt.Fprintln(out, "Polycrate Operator Status")
 			fmt.Fprintln(out, "=========================")
-			fmt.Fprintf(out, "Cluster: %s\n", host)
-			fmt.Fprintf(out, "OperatorConfig: %s\n", operatorConfigSummary(cmd.Context(), c, opNamespace))
-			for _, crd := range all {
-				title := crd.Object.Spec.Names.Kind + "s"
+			fmt.Fprintf(out, "Cluster: %s\n", r.Cluster)
+			fmt.Fprintf(out, "OperatorConfig: %s\n", r.OperatorConfig)
+			for _, k := range r.Kinds {
+				title := k.Kind + "s"
 				fmt.Fprintf(out, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
-				list := &unstructured.UnstructuredList{}
-				list.SetGroupVersionKind(polycratev1alpha1.GroupVersion.WithKind(crd.Kind() + "List"))
-				var opts []client.ListOption
-				if namespace != "" && crd.Scope() == "Namespaced" {
-					opts = append(opts, client.InNamespace(namespace))
+				if !k.Installed {
+					fmt.Fprintln(out, "  (CRD not installed: run 'polycrate-operator install-crds')")
+					continue
 				}
-				if err := c.List(cmd.Context(), list, opts...); err != nil {
-					if meta.IsNoMatchError(err) {
-						fmt.Fprintln(out, "  (CRD not installed: run 'polycrate-operator install-crds')")
-						continue
-					}
-					return fmt.Errorf("listing %s in %s: %w", crd.Plural(), host, err)
-				}
-				writeStatusSection(out, list.Items)
+				writeStatusSection(out, k.Items, output == "wide")
 			}
 			return nil
 		},
@@ -65,32 +101,80 @@ Reads the cluster directly: works whether or not the operator is running.`,
 	kf.bind(cmd)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only resources in this namespace (default: all namespaces)")
 	cmd.Flags().StringVar(&opNamespace, "operator-namespace", defaultNamespace(), "the operator's namespace, where its OperatorConfig lives ($POD_NAMESPACE)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, wide (with the reason of every object that is not Ready), json or yaml")
 	return cmd
 }
 
-func writeStatusSection(out io.Writer, items []unstructured.Unstructured) {
+// collectStatus reads every kind's objects, sorted by namespace and name.
+func collectStatus(ctx context.Context, c client.Client, host, namespace, opNamespace string) (*statusReport, error) {
+	all, err := crds.All()
+	if err != nil {
+		return nil, err
+	}
+	r := &statusReport{Cluster: host, OperatorConfig: operatorConfigSummary(ctx, c, opNamespace), Kinds: []statusKind{}}
+	for _, crd := range all {
+		k := statusKind{Kind: crd.Object.Spec.Names.Kind, Installed: true, Items: []statusItem{}}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(polycratev1alpha1.GroupVersion.WithKind(crd.Kind() + "List"))
+		var opts []client.ListOption
+		if namespace != "" && crd.Scope() == "Namespaced" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
+			if !meta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("listing %s in %s: %w", crd.Plural(), host, err)
+			}
+			k.Installed = false
+		}
+		for _, it := range list.Items {
+			item := statusItem{Name: it.GetName(), Namespace: it.GetNamespace()}
+			item.Phase, _, _ = unstructured.NestedString(it.Object, "status", "phase")
+			conds, _, _ := unstructured.NestedSlice(it.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == polycratev1alpha1.ConditionReady {
+					item.Ready, _ = m["status"].(string)
+					if item.Ready != string(metav1.ConditionTrue) {
+						item.Reason, _ = m["reason"].(string)
+						item.Message, _ = m["message"].(string)
+					}
+				}
+			}
+			k.Items = append(k.Items, item)
+		}
+		sort.Slice(k.Items, func(i, j int) bool {
+			if k.Items[i].Namespace != k.Items[j].Namespace {
+				return k.Items[i].Namespace < k.Items[j].Namespace
+			}
+			return k.Items[i].Name < k.Items[j].Name
+		})
+		r.Kinds = append(r.Kinds, k)
+	}
+	return r, nil
+}
+
+func writeStatusSection(out io.Writer, items []statusItem, wide bool) {
 	if len(items) == 0 {
 		fmt.Fprintln(out, "  (none)")
 		return
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].GetNamespace() != items[j].GetNamespace() {
-			return items[i].GetNamespace() < items[j].GetNamespace()
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
 		}
-		return items[i].GetName() < items[j].GetName()
-	})
+		return s
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tNAMESPACE\tPHASE")
+	if wide {
+		fmt.Fprintln(tw, "  NAME\tNAMESPACE\tPHASE\tREADY\tREASON\tMESSAGE")
+	} else {
+		fmt.Fprintln(tw, "  NAME\tNAMESPACE\tPHASE")
+	}
 	for _, it := range items {
-		phase, _, _ := unstructured.NestedString(it.Object, "status", "phase")
-		if phase == "" {
-			phase = "-"
+		if wide {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.Namespace), dash(it.Phase), dash(it.Ready), dash(it.Reason), dash(it.Message))
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", it.Name, dash(it.Namespace), dash(it.Phase))
 		}
-		ns := it.GetNamespace()
-		if ns == "" {
-			ns = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", it.GetName(), ns, phase)
 	}
 	_ = tw.Flush()
 }
