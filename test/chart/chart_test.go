@@ -238,6 +238,13 @@ var _ = Describe("the Helm chart", func() {
 		job := find(objs, "Job", "polycrate-operator-cleanup")
 		c, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
 		Expect(c[0].(map[string]any)["args"]).To(ContainElements("cleanup", "--retire-api", "--scale-down=polycrate-operator"))
+		Expect(c[0].(map[string]any)["terminationMessagePolicy"]).To(Equal("FallbackToLogsOnError"))
+		// The hook runs with its own ServiceAccount: it needs the pull secrets, node
+		// selector and tolerations of the operator's Pod itself.
+		pod, _, _ := unstructured.NestedMap(job.Object, "spec", "template", "spec")
+		Expect(pod["imagePullSecrets"]).To(Equal([]any{map[string]any{"name": "regcred"}}))
+		Expect(pod["nodeSelector"]).To(Equal(map[string]any{"kubernetes.io/os": "linux"}))
+		Expect(pod["tolerations"]).To(HaveLen(1))
 	})
 
 	It("grants exactly the RBAC the markers generate; CRD writes only with crds.install", func() {
