@@ -247,6 +247,23 @@ var _ = Describe("the Helm chart", func() {
 		Expect(pod["tolerations"]).To(HaveLen(1))
 	})
 
+	It("aggregates read access into view and write access to the declared kinds into edit", func() {
+		objs := mustRender(nil)
+		view, edit := find(objs, "ClusterRole", "polycrate-operator-view"), find(objs, "ClusterRole", "polycrate-operator-edit")
+		Expect(view).NotTo(BeNil())
+		Expect(edit).NotTo(BeNil())
+		Expect(view.GetLabels()).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
+		Expect(edit.GetLabels()).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-edit", "true"))
+		Expect(edit.GetLabels()).NotTo(HaveKey("rbac.authorization.k8s.io/aggregate-to-view"), "view never writes")
+		Expect(flatten(rulesOf(view))).To(ContainElement("polycrate.io/s3buckets:list@"))
+		Expect(flatten(rulesOf(edit))).To(ContainElement("polycrate.io/s3buckets:create@"))
+		Expect(flatten(rulesOf(edit))).NotTo(ContainElement("polycrate.io/hosts:create@"))
+		dryRun([]*unstructured.Unstructured{view, edit})
+
+		off := mustRender(map[string]any{"rbac": map[string]any{"aggregateToDefaultRoles": false}})
+		Expect(find(off, "ClusterRole", "polycrate-operator-view")).To(BeNil())
+	})
+
 	It("grants exactly the RBAC the markers generate; CRD writes only with crds.install", func() {
 		cluster, namespaced := markerRBAC()
 		objs := mustRender(allFeatures)
