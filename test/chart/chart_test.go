@@ -247,6 +247,37 @@ var _ = Describe("the Helm chart", func() {
 		Expect(pod["tolerations"]).To(HaveLen(1))
 	})
 
+	It("takes the values platform teams expect: digest, pod labels and annotations, spread, log level, extra args and env, global", func() {
+		digest := "sha256:" + strings.Repeat("ab", 32)
+		objs := mustRender(map[string]any{
+			"image":                     map[string]any{"digest": digest},
+			"podAnnotations":            map[string]any{"prometheus.io/scrape": "true"},
+			"podLabels":                 map[string]any{"team": "platform"},
+			"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "polycrate-operator"}}}},
+			"logLevel":                  "debug",
+			"extraArgs":                 []any{"--max-concurrent-reconciles=8"},
+			"extraEnv":                  []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.internal:3128"}, map[string]any{"name": "NO_PROXY", "value": ".svc,.cluster.local"}},
+			"global":                    map[string]any{"imageRegistry": "registry.example.com"},
+		})
+		dryRun(objs)
+		d := find(objs, "Deployment", "polycrate-operator")
+		tmpl, _, _ := unstructured.NestedMap(d.Object, "spec", "template")
+		meta := tmpl["metadata"].(map[string]any)
+		Expect(meta["annotations"]).To(Equal(map[string]any{"prometheus.io/scrape": "true"}))
+		Expect(meta["labels"]).To(HaveKeyWithValue("team", "platform"))
+		Expect(meta["labels"]).To(HaveKeyWithValue("app.kubernetes.io/name", "polycrate-operator"), "the selector's labels stay")
+		spec := tmpl["spec"].(map[string]any)
+		Expect(spec["topologySpreadConstraints"]).To(HaveLen(1))
+		ctr := spec["containers"].([]any)[0].(map[string]any)
+		Expect(ctr["image"]).To(Equal("ghcr.io/polycrate/polycrate-operator@" + digest))
+		Expect(ctr["args"]).To(ContainElements("--zap-log-level=debug", "--max-concurrent-reconciles=8"))
+		Expect(ctr["env"]).To(ContainElement(map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.internal:3128"}))
+		Expect(ctr["env"]).To(ContainElement(HaveKeyWithValue("name", "POD_NAMESPACE")))
+		job := find(objs, "Job", "polycrate-operator-cleanup")
+		jc, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
+		Expect(jc[0].(map[string]any)["image"]).To(Equal(ctr["image"]), "the hook runs the same image")
+	})
+
 	It("aggregates read access into view and write access to the declared kinds into edit", func() {
 		objs := mustRender(nil)
 		view, edit := find(objs, "ClusterRole", "polycrate-operator-view"), find(objs, "ClusterRole", "polycrate-operator-edit")
@@ -308,6 +339,8 @@ var _ = Describe("the Helm chart", func() {
 			{"metrics": map[string]any{"service": map[string]any{"port": 70000}}},
 			{"dns01Webhook": map[string]any{"groupName": "Not A Group"}},
 			{"crds": map[string]any{"install": "yes"}},
+			{"image": map[string]any{"digest": "latest"}},
+			{"extraArgs": "--foo"},
 		} {
 			_, err := render(bad)
 			Expect(err).To(HaveOccurred(), "%v", bad)
