@@ -278,6 +278,25 @@ var _ = Describe("the Helm chart", func() {
 		Expect(jc[0].(map[string]any)["image"]).To(Equal(ctr["image"]), "the hook runs the same image")
 	})
 
+	It("prints NOTES that say what to check, and what is still missing", func() {
+		notes := func(values map[string]any) string {
+			vals, err := chartutil.ToRenderValues(pchr, values, chartutil.ReleaseOptions{Name: "polycrate-operator", Namespace: "polycrate",
+				IsInstall: true}, chartutil.DefaultCapabilities)
+			Expect(err).NotTo(HaveOccurred())
+			files, err := engine.Render(pchr, vals)
+			Expect(err).NotTo(HaveOccurred())
+			return files["polycrate-operator/templates/NOTES.txt"]
+		}
+		bare := notes(nil)
+		Expect(bare).To(ContainSubstring("kubectl -n polycrate get operatorconfig default"))
+		Expect(bare).To(ContainSubstring("This release created no OperatorConfig"))
+		Expect(bare).To(ContainSubstring("No agent token was given"))
+		Expect(bare).To(ContainSubstring("kubectl get pep"))
+		full := notes(allFeatures)
+		Expect(full).NotTo(ContainSubstring("This release created no OperatorConfig"))
+		Expect(full).NotTo(ContainSubstring("No agent token was given"))
+	})
+
 	It("aggregates read access into view and write access to the declared kinds into edit", func() {
 		objs := mustRender(nil)
 		view, edit := find(objs, "ClusterRole", "polycrate-operator-view"), find(objs, "ClusterRole", "polycrate-operator-edit")
