@@ -278,6 +278,22 @@ var _ = Describe("the Helm chart", func() {
 		Expect(jc[0].(map[string]any)["image"]).To(Equal(ctr["image"]), "the hook runs the same image")
 	})
 
+	It("ships a helm test that runs the health command against the Service", func() {
+		objs := mustRender(allFeatures)
+		dryRun(objs)
+		pod := find(objs, "Pod", "polycrate-operator-test-health")
+		Expect(pod).NotTo(BeNil())
+		Expect(pod.GetAnnotations()).To(HaveKeyWithValue("helm.sh/hook", "test"))
+		c, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
+		Expect(c[0].(map[string]any)["args"]).To(Equal([]any{"health", "--url=http://polycrate-operator-metrics.polycrate.svc:8081"}))
+		spec, _, _ := unstructured.NestedMap(pod.Object, "spec")
+		Expect(spec["imagePullSecrets"]).To(Equal([]any{map[string]any{"name": "regcred"}}))
+		svc := find(objs, "Service", "polycrate-operator-metrics")
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		Expect(ports).To(ContainElement(And(HaveKeyWithValue("name", "health"), HaveKeyWithValue("port", BeNumerically("==", 8081)),
+			HaveKeyWithValue("targetPort", "health"))))
+	})
+
 	It("prints NOTES that say what to check, and what is still missing", func() {
 		notes := func(values map[string]any) string {
 			vals, err := chartutil.ToRenderValues(pchr, values, chartutil.ReleaseOptions{Name: "polycrate-operator", Namespace: "polycrate",
