@@ -1,6 +1,6 @@
 // Command demo runs the Polycrate Operator on embedded defaults, on one machine,
 // with nothing installed: the Polycrate API emulator (default seed, data in
-// bin/demo/api.db), a local control plane (the envtest kube-apiserver and etcd
+// bin/demo/api.db, started anew each run like the control plane), a local control plane (the envtest kube-apiserver and etcd
 // built by `make envtest`, with the Gateway-API, cert-manager and Velero CRDs),
 // the operator's CRDs, the polycrate namespace, the API token Secret and an
 // OperatorConfig pointing at the emulator, the operator, and demo workloads for
@@ -52,8 +52,16 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return err
 	}
+	// The control plane below starts empty every run, so the API's data does too:
+	// the last run's API objects against a fresh cluster would be adopted or
+	// duplicated by CRs that never made them. (The file stays after a run, for a
+	// look at what the API held.)
+	dataFile := filepath.Join(stateDir, "api.db")
+	if err := os.Remove(dataFile); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	fmt.Println("» starting the Polycrate API emulator on http://" + apiAddr)
-	api, err := emulator.New(emulator.Config{DataFile: filepath.Join(stateDir, "api.db")})
+	api, err := emulator.New(emulator.Config{DataFile: dataFile})
 	if err != nil {
 		return err
 	}
