@@ -65,7 +65,7 @@ test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envt
 	rm -rf bin/demo-test
 	DEMO_ONCE=1 go run ./hack/demo -state-dir bin/demo-test -api-addr 127.0.0.1:18090 \
 	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
-	  || { tail -50 bin/demo-test.log; echo "make test: the demo did not converge (log: bin/demo-test.log)"; exit 1; }
+	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
 
 .PHONY: bench

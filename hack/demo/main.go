@@ -119,7 +119,17 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 		return err
 	}
 
+	// The operator's JSON log goes to a file, so the terminal shows the steps and
+	// the final table.
+	logPath := filepath.Join(stateDir, "operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	fmt.Println("» starting the operator (its log: " + logPath + ")")
 	root := cli.NewRootCommand()
+	root.SetErr(logFile)
 	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
 		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
 		"--graceful-shutdown-timeout", (10 * time.Second).String()})
