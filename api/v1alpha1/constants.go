@@ -104,6 +104,7 @@ const (
 	ReasonConnected              = "Connected"
 	ReasonResolved               = "Resolved"
 	ReasonWaitingForLocalCluster = "WaitingForLocalCluster"
+	ReasonLocalClusterDisabled   = "LocalClusterDisabled"
 	ReasonNotSingleton           = "NotSingleton"
 	ReasonDisabled               = "Disabled"
 	ReasonDeleting               = "Deleting"

@@ -5,6 +5,7 @@ package liveconfig
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -61,10 +62,20 @@ type Snapshot struct {
 // is known.
 var ErrNoLocalCluster = errors.New("waiting for the local cluster to be registered with the Polycrate API (OperatorConfig status.local_cluster)")
 
-// LocalCluster returns the local cluster's API id, or ErrNoLocalCluster: the sync
-// then sets the WaitingForLocalCluster condition and makes no API call.
+// ErrLocalClusterDisabled is ErrNoLocalCluster for good: local_cluster.enabled is
+// false, so objects that belong to a cluster are not synced at all (a defined
+// outcome, not a wait that never ends).
+var ErrLocalClusterDisabled = fmt.Errorf("%w: local_cluster.enabled is false, so objects that belong to a cluster "+
+	"(K8s apps, hosts, volumes, backups, schedules, certificates) are not synced; set it to true to sync them", ErrNoLocalCluster)
+
+// LocalCluster returns the local cluster's API id, or ErrNoLocalCluster (the sync
+// then waits for the registration and makes no API call), or
+// ErrLocalClusterDisabled.
 func (s *Snapshot) LocalCluster() (string, error) {
-	if s == nil || s.LocalClusterID == "" {
+	switch {
+	case s != nil && !Enabled(s.Spec.LocalCluster.Enabled):
+		return "", ErrLocalClusterDisabled
+	case s == nil || s.LocalClusterID == "":
 		return "", ErrNoLocalCluster
 	}
 	return s.LocalClusterID, nil

@@ -1,6 +1,7 @@
 package liveconfig
 
 import (
+	"errors"
 	"testing"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -94,6 +95,14 @@ func TestLocalClusterGate(t *testing.T) {
 	id, err := (&Snapshot{LocalClusterID: "c-1"}).LocalCluster()
 	if err != nil || id != "c-1" {
 		t.Fatalf("got %q, %v", id, err)
+	}
+	// Switched off: a defined outcome (even with a cluster registered before),
+	// still an ErrNoLocalCluster for the code that only asks "is there one?".
+	off := false
+	s := &Snapshot{LocalClusterID: "c-1"}
+	s.Spec.LocalCluster.Enabled = &off
+	if _, err := s.LocalCluster(); !errors.Is(err, ErrLocalClusterDisabled) || !errors.Is(err, ErrNoLocalCluster) {
+		t.Fatalf("switched off: %v", err)
 	}
 }
 

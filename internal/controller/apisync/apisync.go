@@ -230,6 +230,10 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 	}
 	payload, err := r.Kind.Adapter.Payload(obj, snap, looked)
 	switch {
+	case errors.Is(err, liveconfig.ErrLocalClusterDisabled):
+		// Switched off on purpose: said on the object, no recheck (switching it on
+		// is a configuration change, which wakes every object).
+		return controller.Waiting(v1.ReasonLocalClusterDisabled, err.Error(), 0)
 	case errors.Is(err, liveconfig.ErrNoLocalCluster):
 		// The configuration change that registers the cluster wakes every object;
 		// the requeue is only a safety net should that wake be missed.

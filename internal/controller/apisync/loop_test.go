@@ -312,6 +312,7 @@ func TestLoopWaitsAndFailsByNature(t *testing.T) {
 		warningSeen bool
 	}{
 		{"no local cluster", func(l *loop) { l.api.payloadErr = fmt.Errorf("x: %w", liveconfig.ErrNoLocalCluster) }, v1.ReasonWaitingForLocalCluster, v1.PhasePending, false, true, false, false},
+		{"local cluster switched off", func(l *loop) { l.api.payloadErr = liveconfig.ErrLocalClusterDisabled }, v1.ReasonLocalClusterDisabled, v1.PhasePending, false, false, false, false},
 		{"not connected", func(l *loop) { l.conn.Disconnect() }, v1.ReasonAPIUnavailable, v1.PhasePending, false, true, false, false},
 		{"invalid payload", func(l *loop) { l.api.payloadErr = errors.New("bad") }, v1.ReasonInvalidSpec, v1.PhaseError, false, false, false, true},
 		{"API refuses (400)", func(l *loop) { l.api.createErr = apiErr(http.StatusBadRequest) }, v1.ReasonAPIError, v1.PhaseError, false, false, true, true},

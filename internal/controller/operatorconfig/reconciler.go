@@ -282,7 +282,8 @@ func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.Health
 func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.OperatorConfig) (ctrl.Result, error) {
 	spec := oc.Spec.LocalCluster
 	if !liveconfig.Enabled(spec.Enabled) {
-		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonDisabled, "local_cluster.enabled is false")
+		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonDisabled,
+			"local_cluster.enabled is false: no cluster is registered, the operator does not report its own app, and objects that belong to a cluster (K8s apps, hosts, volumes, backups, schedules, certificates) are not synced (their reason: LocalClusterDisabled)")
 		return ctrl.Result{}, nil
 	}
 	c := r.Conn.Client()
