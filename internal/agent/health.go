@@ -108,6 +108,9 @@ type Reporter struct {
 	MaxBackoff time.Duration
 	// Errors collects errors for POST /api/v1/agent/errors/; flushed after accepted reports.
 	Errors *ErrorReporter
+	// Problems names what does not work right now (e.g. synced objects in Error);
+	// any makes the report "degraded" with them as its warnings. Nil: none.
+	Problems func(ctx context.Context) []string
 
 	trigger chan struct{}
 	once    sync.Once
@@ -193,11 +196,18 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 	uptime := int64(time.Since(r.started).Seconds())
 	start := r.started.UTC()
 	now := time.Now().UTC()
-	resp, err := c.ReportHealth(ctx, polycrate.HealthReport{
+	report := polycrate.HealthReport{
 		ReportedAgentID: id, Version: r.Version, Kind: "operator", Status: "healthy",
 		UptimeSeconds: &uptime, StartTime: &start, ReportedAt: &now, APIConnected: polycrate.Ptr(true),
 		CheckSummary: &polycrate.CheckSummary{},
-	})
+	}
+	if r.Problems != nil {
+		if problems := r.Problems(ctx); len(problems) > 0 {
+			// The API's view of the agent must be true: it works, but not everything.
+			report.Status, report.Warnings = "degraded", problems
+		}
+	}
+	resp, err := c.ReportHealth(ctx, report)
 	prev := r.State.Last()
 	res := &Result{At: now}
 	if err != nil {

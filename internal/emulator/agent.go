@@ -109,7 +109,7 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 		agent.Data["last_seen"] = now.Format(time.RFC3339Nano)
 		agent.Data["is_active"] = true
 		agent.Data["state"] = state
-		agent.Data["_health"] = map[string]any{"status": body["status"], "uptime_seconds": body["uptime_seconds"],
+		agent.Data["_health"] = map[string]any{"status": body["status"], "warnings": body["warnings"], "uptime_seconds": body["uptime_seconds"],
 			"api_connected": body["api_connected"], "check_summary": body["check_summary"], "last_health_report_at": now.Format(time.RFC3339Nano)}
 		agent.UpdatedAt = now
 		return []*Object{agent}, nil

@@ -156,3 +156,15 @@ func (s *Server) Live(resource string) int {
 	}
 	return n
 }
+
+// AgentHealth returns the last health report (status, warnings, …) of every live
+// agent of a kind ("operator", "agent"), for in-process tests.
+func (s *Server) AgentHealth(kind string) []map[string]any {
+	var out []map[string]any
+	for _, o := range s.store.List("agents") {
+		if h, ok := o.Data["_health"].(map[string]any); ok && o.DeletedAt == nil && o.Data["kind"] == kind {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -223,6 +223,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		}
 	}
 	apisync.CountPhases(mgr.GetClient(), kinds)
+	op.Reporter.Problems = apisync.Failing
 	if err := op.Gate.Setup(); err != nil {
 		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
 	}

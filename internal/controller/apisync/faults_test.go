@@ -1,6 +1,7 @@
 package apisync_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -267,6 +268,13 @@ var _ = Describe("Sync failures in the metrics", func() {
 			return metricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Error"})
 		},
 			timeout, poll).Should(BeNumerically(">=", 1))
+		// The agent tells the API the truth: degraded, and why.
+		Eventually(func(g Gomega) {
+			health := api.AgentHealth("operator")
+			g.Expect(health).NotTo(BeEmpty())
+			g.Expect(health[0]["status"]).To(Equal("degraded"))
+			g.Expect(fmt.Sprint(health[0]["warnings"])).To(ContainSubstring("Endpoint object(s) in Error"))
+		}, timeout, poll).Should(Succeed())
 		// The same refusal again (another change): the object stays in the same
 		// failure, so nothing more is counted.
 		fresh := &v1.Endpoint{}
@@ -277,5 +285,12 @@ var _ = Describe("Sync failures in the metrics", func() {
 			return metricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})
 		}, 2*time.Second, poll).Should(Equal(before + 1))
 		Expect(api.SetFaults()).To(Succeed())
+		// Fixed (a refusal waits for a change of the object): synced again, and the
+		// report is healthy again.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), fresh)).To(Succeed())
+		fresh.Spec.Path = "/fixed"
+		Expect(k8s.Update(ctx, fresh)).To(Succeed())
+		synced(ns, ep.Name)
+		Eventually(func() any { return api.AgentHealth("operator")[0]["status"] }, timeout, poll).Should(Equal("healthy"))
 	})
 })

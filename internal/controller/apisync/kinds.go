@@ -172,6 +172,21 @@ var objects = &phaseCollector{desc: prometheus.NewDesc("polycrate_operator_objec
 
 func init() { ctrlmetrics.Registry.MustRegister(objects) }
 
+// Failing names the synced kinds with objects in Error, as "<n> <Kind> object(s) in
+// Error" (for the health report), from what CountPhases was given.
+func Failing(ctx context.Context) []string {
+	objects.mu.Lock()
+	reader, kinds := objects.reader, objects.kinds
+	objects.mu.Unlock()
+	var out []string
+	for _, k := range kinds {
+		if counts, err := k.phases(ctx, reader); err == nil && counts[v1.PhaseError] > 0 {
+			out = append(out, fmt.Sprintf("%d %s object(s) in Error (kubectl get %s -A)", counts[v1.PhaseError], k.CRKind(), strings.ToLower(k.CRKind())+"s.polycrate.io"))
+		}
+	}
+	return out
+}
+
 // CountPhases makes polycrate_operator_objects count these kinds from reader (the
 // manager's cache). The last call wins: tests run several managers in one process.
 func CountPhases(reader client.Reader, kinds []Registered) {

@@ -38,7 +38,10 @@ func TestAPISync(t *testing.T) {
 	RunSpecs(t, "Endpoint sync to the Polycrate API (envtest + emulator)")
 }
 
-var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{}, func(e *testutil.OperatorEnv) {
+// Health reports every 2 s: a spec waits for the report to say "degraded".
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
+	oc.Spec.APISync.HealthReportIntervalSeconds = 2
+}}, func(e *testutil.OperatorEnv) {
 	oe, k8s, api, op = e, e.K8s, e.API, e.Op
 })
 
