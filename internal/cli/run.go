@@ -68,11 +68,15 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 				}
 				o.zapOpts.Level = level
 			}
+			capped := capLogLevel(level)
 			flagLevel := level.Level()
 			logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))
 			ctrl.SetLogger(logger)
 			o.mgr.Logger = logger
 			log := logger.WithName("setup")
+			if capped {
+				log.Info("log level capped at 7: from 8 on, client-go logs request and response bodies, Secrets included")
+			}
 
 			cfg, err := kube.RESTConfig(kube.ConfigOptions{
 				Kubeconfig: o.kube.kubeconfig, Context: o.kube.context,
@@ -144,4 +148,19 @@ func zapLevel(l int, flag zapcore.Level) zapcore.Level {
 	default:
 		return flag
 	}
+}
+
+// MaxLogVerbosity is the most verbose level the operator logs at. client-go logs
+// the bodies of requests and answers from V(8) on (its contextual logger is the
+// operator's), and those include Secrets, which must never reach a log.
+const MaxLogVerbosity = 7
+
+// capLogLevel keeps a level at most MaxLogVerbosity verbose; it reports whether it
+// had to.
+func capLogLevel(level uzap.AtomicLevel) bool {
+	if level.Level() < -MaxLogVerbosity {
+		level.SetLevel(zapcore.Level(-MaxLogVerbosity))
+		return true
+	}
+	return false
 }
