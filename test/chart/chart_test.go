@@ -313,6 +313,28 @@ var _ = Describe("the Helm chart", func() {
 		Expect(full).NotTo(ContainSubstring("No agent token was given"))
 	})
 
+	It("renames every object with fullnameOverride, and keeps the label the operator finds its Pods by", func() {
+		objs := mustRender(map[string]any{"fullnameOverride": "pco-staging", "cleanupHook": map[string]any{"retireAPI": true}})
+		dryRun(objs)
+		d := find(objs, "Deployment", "pco-staging")
+		Expect(d).NotTo(BeNil())
+		labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		Expect(labels).To(HaveKeyWithValue("app.kubernetes.io/name", "polycrate-operator"))
+		Expect(find(objs, "ClusterRole", "pco-staging-manager")).NotTo(BeNil())
+		job := find(objs, "Job", "pco-staging-cleanup")
+		c, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
+		Expect(c[0].(map[string]any)["args"]).To(ContainElement("--scale-down=pco-staging"))
+		test := find(objs, "Pod", "pco-staging-test-health")
+		tc, _, _ := unstructured.NestedSlice(test.Object, "spec", "containers")
+		Expect(tc[0].(map[string]any)["args"]).To(ContainElement("--url=http://pco-staging-metrics.polycrate.svc:8081"))
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "OperatorConfig" && o.GetKind() != "Secret" {
+				Expect(o.GetName()).NotTo(HavePrefix("polycrate-operator"), "%s %s kept the default name", o.GetKind(), o.GetName())
+			}
+		}
+		Expect(find(mustRender(map[string]any{"nameOverride": "pco"}), "Deployment", "pco")).NotTo(BeNil())
+	})
+
 	It("aggregates read access into view and write access to the declared kinds into edit", func() {
 		objs := mustRender(nil)
 		view, edit := find(objs, "ClusterRole", "polycrate-operator-view"), find(objs, "ClusterRole", "polycrate-operator-edit")
@@ -376,6 +398,7 @@ var _ = Describe("the Helm chart", func() {
 			{"crds": map[string]any{"install": "yes"}},
 			{"image": map[string]any{"digest": "latest"}},
 			{"extraArgs": "--foo"},
+			{"fullnameOverride": "Not_A_Name"},
 		} {
 			_, err := render(bad)
 			Expect(err).To(HaveOccurred(), "%v", bad)

@@ -1,4 +1,9 @@
-{{- define "pco.name" -}}polycrate-operator{{- end -}}
+{{- /* The objects' name: fullnameOverride, else nameOverride, else polycrate-operator.
+The app.kubernetes.io/name label stays polycrate-operator: the operator finds its
+own Pods by it (its own K8s app's pod counts). */ -}}
+{{- define "pco.name" -}}
+{{- .Values.fullnameOverride | default .Values.nameOverride | default "polycrate-operator" | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
 
 {{- define "pco.labels" -}}
 app.kubernetes.io/name: polycrate-operator
