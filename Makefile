@@ -60,8 +60,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand), then one demo run.
+test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand), the chart's alerts and dashboard (test/promql), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
+	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 	rm -rf bin/demo-test
 	DEMO_ONCE=1 go run ./hack/demo -state-dir bin/demo-test -api-addr 127.0.0.1:18090 \
 	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
@@ -80,6 +81,7 @@ verify: manifests generate ## Regenerate and fail if generated files (CRDs, deep
 	  test -z "$$big" || { echo "tracked files over 1 MiB (build outputs do not belong in git):"; echo "$$big"; exit 1; }
 	@git diff --exit-code -- config api docs/api-contract.md || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- config api docs/api-contract.md)" || { git status --porcelain -- config api docs/api-contract.md; echo "untracked generated files: commit them"; exit 1; }
+	@cd test/promql && go mod tidy -diff >/dev/null || { echo "test/promql/go.mod is out of date (the operator's dependencies changed?): run 'cd test/promql && go mod tidy' and commit"; exit 1; }
 
 ##@ Build
 

@@ -4,6 +4,7 @@ package chart_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,9 +14,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/helmchart"
 )
 
 var (
@@ -50,7 +49,7 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "polycrate"}})).To(Succeed())
-	pchr, err = loader.Load(filepath.Join(testutil.RepoRoot(), "config", "helm", "polycrate-operator"))
+	pchr, err = helmchart.Load()
 	Expect(err).NotTo(HaveOccurred())
 })
 
@@ -62,40 +61,7 @@ var _ = AfterSuite(func() {
 
 // render renders the chart with values (validated against values.schema.json).
 func render(values map[string]any) ([]*unstructured.Unstructured, error) {
-	vals, err := chartutil.ToRenderValues(pchr, values, chartutil.ReleaseOptions{Name: "polycrate-operator", Namespace: "polycrate",
-		IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, err
-	}
-	files, err := engine.Render(pchr, vals)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []*unstructured.Unstructured
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".yaml") {
-			continue
-		}
-		for _, doc := range strings.Split(files[n], "\n---") {
-			if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(doc), "---")) == "" {
-				continue
-			}
-			m := map[string]any{}
-			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-				return nil, err
-			}
-			if len(m) == 0 {
-				continue
-			}
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return out, nil
+	return helmchart.Objects(pchr, values)
 }
 
 func mustRender(values map[string]any) []*unstructured.Unstructured {
@@ -191,7 +157,9 @@ var allFeatures = map[string]any{
 		"api_sync":           map[string]any{"api_url": "https://api.polycrate.io"},
 		"local_cluster":      map[string]any{"cluster_name": "production"},
 		"endpoint_discovery": map[string]any{"mode": "annotation"}}},
-	"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+	"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"prometheusRule":   map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+		"grafanaDashboard": map[string]any{"enabled": true, "annotations": map[string]any{"grafana_folder": "Polycrate"}}},
 	"podDisruptionBudget": map[string]any{"enabled": true},
 	"networkPolicy":       map[string]any{"enabled": true},
 	"dns01Webhook":        map[string]any{"enabled": true},
@@ -205,6 +173,8 @@ var _ = Describe("the Helm chart", func() {
 			"Deployment/polycrate-operator", "Service/polycrate-operator-metrics", "Job/polycrate-operator-cleanup"))
 		Expect(find(objs, "Secret", "polycrate-api-creds")).To(BeNil(), "no token given: no Secret")
 		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).To(BeNil(), "the DNS01 webhook is off by default")
+		Expect(find(objs, "PrometheusRule", "polycrate-operator")).To(BeNil(), "alerts are off by default")
+		Expect(find(objs, "ConfigMap", "polycrate-operator-dashboard")).To(BeNil(), "the dashboard is off by default")
 		dryRun(objs)
 
 		d := find(objs, "Deployment", "polycrate-operator")
@@ -226,7 +196,8 @@ var _ = Describe("the Helm chart", func() {
 		objs := mustRender(allFeatures)
 		Expect(kinds(objs)).To(ContainElements("Secret/polycrate-api-creds", "OperatorConfig/default", "ServiceMonitor/polycrate-operator",
 			"PodDisruptionBudget/polycrate-operator", "NetworkPolicy/polycrate-operator", "APIService/v1alpha1.webhook.dns.polycrate.io",
-			"Certificate/polycrate-operator-dns01-tls", "ClusterRoleBinding/polycrate-operator-dns01:domain-solver"))
+			"Certificate/polycrate-operator-dns01-tls", "ClusterRoleBinding/polycrate-operator-dns01:domain-solver",
+			"PrometheusRule/polycrate-operator", "ConfigMap/polycrate-operator-dashboard"))
 		dryRun(objs)
 		oc := find(objs, "OperatorConfig", "default")
 		ref, _, _ := unstructured.NestedMap(oc.Object, "spec", "api_sync", "credentials_ref")
@@ -278,6 +249,39 @@ var _ = Describe("the Helm chart", func() {
 		Expect(jc[0].(map[string]any)["image"]).To(Equal(ctr["image"]), "the hook runs the same image")
 	})
 
+	It("ships the Grafana dashboard and the alerts behind values, on the operator's own series", func() {
+		objs := mustRender(map[string]any{"fullnameOverride": "pco", "metrics": map[string]any{
+			"prometheusRule":   map[string]any{"enabled": true, "certificateExpiryDays": 21},
+			"grafanaDashboard": map[string]any{"enabled": true, "namespace": "monitoring"}}})
+		cm := find(objs, "ConfigMap", "pco-dashboard")
+		Expect(cm).NotTo(BeNil())
+		Expect(cm.GetNamespace()).To(Equal("monitoring"))
+		Expect(cm.GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+		file, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "helm", "polycrate-operator", "files", "grafana-dashboard.json"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(data["polycrate-operator.json"]).To(Equal(string(file)), "the ConfigMap carries the dashboard file unchanged")
+		dash := map[string]any{}
+		Expect(json.Unmarshal(file, &dash)).To(Succeed())
+		Expect(dash["uid"]).To(Equal("polycrate-operator"))
+
+		rule := find(objs, "PrometheusRule", "pco")
+		Expect(rule).NotTo(BeNil())
+		b, err := yaml.Marshal(rule.Object["spec"])
+		Expect(err).NotTo(HaveOccurred())
+		// The selector follows the Service's name (the job a ServiceMonitor yields).
+		Expect(string(b)).To(ContainSubstring(`job="pco-metrics", namespace="polycrate"`))
+		Expect(string(b)).To(ContainSubstring("< 21 * 86400"))
+		Expect(string(b)).NotTo(ContainSubstring("polycrate-operator-metrics"))
+		// A custom selector replaces it everywhere.
+		objs = mustRender(map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "selector": `cluster="eu-1"`}}})
+		b, err = yaml.Marshal(find(objs, "PrometheusRule", "polycrate-operator").Object["spec"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring(`polycrate_operator_info{cluster="eu-1"}`))
+		Expect(string(b)).NotTo(ContainSubstring("job="))
+		dryRun(objs)
+	})
+
 	It("ships a helm test that runs the health command against the Service", func() {
 		objs := mustRender(allFeatures)
 		dryRun(objs)
@@ -296,10 +300,7 @@ var _ = Describe("the Helm chart", func() {
 
 	It("prints NOTES that say what to check, and what is still missing", func() {
 		notes := func(values map[string]any) string {
-			vals, err := chartutil.ToRenderValues(pchr, values, chartutil.ReleaseOptions{Name: "polycrate-operator", Namespace: "polycrate",
-				IsInstall: true}, chartutil.DefaultCapabilities)
-			Expect(err).NotTo(HaveOccurred())
-			files, err := engine.Render(pchr, vals)
+			files, err := helmchart.Files(pchr, values)
 			Expect(err).NotTo(HaveOccurred())
 			return files["polycrate-operator/templates/NOTES.txt"]
 		}

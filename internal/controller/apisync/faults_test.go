@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
@@ -223,33 +222,6 @@ var _ = Describe("Sync under faults", func() {
 	})
 })
 
-// metricValue sums the samples of a metric in the operator's registry whose
-// labels include want.
-func metricValue(name string, want map[string]string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue samples
-				}
-			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return sum
-}
-
 var _ = Describe("Sync failures in the metrics", func() {
 	It("counts a refused sync once by kind and reason, and shows its phase in the objects gauge", func() {
 		ns := freshNamespace()
@@ -257,15 +229,15 @@ var _ = Describe("Sync failures in the metrics", func() {
 		ep := synced(ns, "counted-example-com")
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, ep)).To(Succeed()); gone(ep) })
 		Eventually(func() float64 {
-			return metricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Synced"})
+			return specs.MetricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Synced"})
 		},
 			timeout, poll).Should(BeNumerically(">=", 1))
-		before := metricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})
+		before := specs.MetricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})
 		// Only this endpoint's writes are refused: no other object can fail meanwhile.
 		breakSync(ns, ep, emulator.FaultRule{Path: "/api/v1/endpoints/" + ep.Status.APIID + "/*", Method: "PUT", Status: 400}, v1.ReasonAPIError)
-		Expect(metricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})).To(Equal(before + 1))
+		Expect(specs.MetricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})).To(Equal(before + 1))
 		Eventually(func() float64 {
-			return metricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Error"})
+			return specs.MetricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Error"})
 		},
 			timeout, poll).Should(BeNumerically(">=", 1))
 		// The agent tells the API the truth: degraded, and why.
@@ -282,7 +254,7 @@ var _ = Describe("Sync failures in the metrics", func() {
 		fresh.Spec.Path = "/changed-again"
 		Expect(k8s.Update(ctx, fresh)).To(Succeed())
 		Consistently(func() float64 {
-			return metricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})
+			return specs.MetricValue("polycrate_operator_failures_total", map[string]string{"kind": "Endpoint", "reason": v1.ReasonAPIError})
 		}, 2*time.Second, poll).Should(Equal(before + 1))
 		Expect(api.SetFaults()).To(Succeed())
 		// Fixed (a refusal waits for a change of the object): synced again, and the

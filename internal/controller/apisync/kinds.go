@@ -166,9 +166,19 @@ func (k Kind[O, P]) Retire(ctx context.Context, c *polycrate.Client, snap *livec
 // objects is polycrate_operator_objects{kind,phase}: the synced objects by sync
 // phase, counted from the informer cache at each scrape (read without copies),
 // so a dashboard shows the fleet's state without kubectl.
-var objects = &phaseCollector{desc: prometheus.NewDesc("polycrate_operator_objects",
-	"The operator's synced objects by kind and sync phase (Pending, Synced, Error), counted at scrape time.",
-	[]string{"kind", "phase"}, nil)}
+//
+// polycrate_operator_certificate_expiration_timestamp_seconds{certificate_namespace,certificate}
+// is each mirrored certificate's not-after (the cert-manager Certificate's namespace
+// and name), read from the Certificate CRs at the same scrape. Not "namespace": a
+// scrape's own namespace label (the operator's) would rename it to exported_namespace.
+var objects = &phaseCollector{
+	desc: prometheus.NewDesc("polycrate_operator_objects",
+		"The operator's synced objects by kind and sync phase (Pending, Synced, Error), counted at scrape time.",
+		[]string{"kind", "phase"}, nil),
+	expiry: prometheus.NewDesc("polycrate_operator_certificate_expiration_timestamp_seconds",
+		"The not-after time of each certificate the operator mirrors (Certificate CRs), in Unix seconds.",
+		[]string{"certificate_namespace", "certificate"}, nil),
+}
 
 func init() { ctrlmetrics.Registry.MustRegister(objects) }
 
@@ -197,12 +207,13 @@ func CountPhases(reader client.Reader, kinds []Registered) {
 
 type phaseCollector struct {
 	desc   *prometheus.Desc
+	expiry *prometheus.Desc
 	mu     sync.Mutex
 	reader client.Reader
 	kinds  []Registered
 }
 
-func (p *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+func (p *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc; ch <- p.expiry }
 
 func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	p.mu.Lock()
@@ -221,6 +232,20 @@ func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, phase := range []string{v1.PhasePending, v1.PhaseSynced, v1.PhaseError} {
 			ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(counts[phase]), k.CRKind(), phase)
 		}
+	}
+	certs := &v1.CertificateList{}
+	if err := reader.List(ctx, certs, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	seen := map[[2]string]bool{}
+	for i := range certs.Items {
+		s := &certs.Items[i].Spec
+		key := [2]string{s.Namespace, s.Name}
+		if s.NotAfter == nil || seen[key] {
+			continue // not issued yet; or a second CR of one certificate (a duplicate series would fail the scrape)
+		}
+		seen[key] = true
+		ch <- prometheus.MustNewConstMetric(p.expiry, prometheus.GaugeValue, float64(s.NotAfter.Unix()), s.Namespace, s.Name)
 	}
 }
 

@@ -233,6 +233,12 @@ var _ = Describe("cert-manager → Certificates", func() {
 		Expect(*got.IssuerKind).To(Equal("clusterissuer"))
 		Expect(got.CertificateStatus).To(Equal("ready"))
 		Expect(got.IsReady).To(BeTrue())
+		// Its expiry is a metric (the dashboard's and the alert's figure), by the
+		// cert-manager Certificate's namespace and name.
+		expiry := map[string]string{"certificate_namespace": ns, "certificate": "api-example-com-tls"}
+		Eventually(func() float64 {
+			return specs.MetricValue("polycrate_operator_certificate_expiration_timestamp_seconds", expiry)
+		}, timeout, poll).Should(Equal(float64(src.Status.NotAfter.Unix())))
 
 		// Excluded issuer: not mirrored.
 		certificate(ns, "self", "selfsigned-issuer", time.Now().Add(90*24*time.Hour))
@@ -242,6 +248,9 @@ var _ = Describe("cert-manager → Certificates", func() {
 		goneCR(cr)
 		deletedInAPI(apiGone(func() (*polycrate.Certificate, error) { return apiClient().Certificates().Get(ctx, id) },
 			func(c *polycrate.Certificate) bool { return c.IsDeleted }))
+		Eventually(func() float64 {
+			return specs.MetricValue("polycrate_operator_certificate_expiration_timestamp_seconds", expiry)
+		}, timeout, poll).Should(BeZero(), "the series of a deleted certificate is gone")
 	})
 
 	It("turns ready into expiring_soon when the 30-day mark passes, without any cluster event", func() {
