@@ -23,9 +23,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/util/teststorage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -204,9 +202,8 @@ func seriesNames(families map[string]*dto.MetricFamily) map[string]bool {
 
 // store appends a scrape to st at ts, with the target labels a ServiceMonitor
 // scrape adds (job, namespace).
-func store(st storage.Appendable, families map[string]*dto.MetricFamily, ts time.Time) {
+func store(st *memStore, families map[string]*dto.MetricFamily, ts time.Time) {
 	GinkgoHelper()
-	app := st.Appender(ctx)
 	add := func(name string, m *dto.Metric, v float64, extra ...string) {
 		b := labels.NewBuilder(labels.EmptyLabels())
 		for _, l := range m.GetLabel() {
@@ -223,8 +220,7 @@ func store(st storage.Appendable, families map[string]*dto.MetricFamily, ts time
 			b.Set(extra[i], extra[i+1])
 		}
 		b.Set(labels.MetricName, name)
-		_, err := app.Append(0, b.Labels(), ts.UnixMilli(), v)
-		Expect(err).NotTo(HaveOccurred())
+		st.add(b.Labels(), ts.UnixMilli(), v)
 	}
 	for name, f := range families {
 		for _, m := range f.GetMetric() {
@@ -253,13 +249,11 @@ func store(st storage.Appendable, families map[string]*dto.MetricFamily, ts time
 			}
 		}
 	}
-	Expect(app.Commit()).To(Succeed())
 }
 
 // eval runs expr at ts on st with Prometheus's query engine.
 func eval(st storage.Queryable, expr string, ts time.Time) promql.Vector {
 	GinkgoHelper()
-	engine := promqltest.NewTestEngine(GinkgoTB(), false, 5*time.Minute, 1_000_000)
 	q, err := engine.NewInstantQuery(ctx, st, nil, expr, ts)
 	Expect(err).NotTo(HaveOccurred(), expr)
 	defer q.Close()
@@ -311,7 +305,7 @@ func labelsOf(v promql.Vector, label string) []string {
 
 var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure, func() {
 	var (
-		live       *teststorage.TestStorage
+		live       *memStore
 		now        time.Time
 		exported   map[string]bool
 		soon, late = time.Now().Add(5 * 24 * time.Hour).UTC().Truncate(time.Second), time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
@@ -356,7 +350,7 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 
 		// Two scrapes, as Prometheus takes them, into Prometheus's storage: rates
 		// and increases need two samples.
-		live = teststorage.New(GinkgoTB())
+		live = newMemStore()
 		first := time.Now()
 		store(live, scrape(), first)
 		time.Sleep(2 * time.Second)
@@ -413,18 +407,18 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 	})
 
 	// Each alert on series as a failing and a healthy operator would export them
-	// (Prometheus's test loading notation: start+step x count, one sample a minute
-	// from time 0).
+	// (Prometheus's series notation of its rule tests: start+step x count, one
+	// sample a minute from time 0).
 	sel := `job="polycrate-operator-metrics", namespace="polycrate"`
 	DescribeTable("each alert fires on its failure and not on a healthy operator",
 		func(name, failing, healthy string, want map[string]string) {
 			at := time.Unix(0, 0).Add(20 * time.Minute)
-			fired := eval(promqltest.LoadedStorage(GinkgoTB(), "load 1m\n"+failing), alert(name), at)
+			fired := eval(loaded(failing), alert(name), at)
 			Expect(fired).To(HaveLen(1), "%s on\n%s", name, failing)
 			for k, v := range want {
 				Expect(fired[0].Metric.Get(k)).To(Equal(v), "%s: label %s", name, k)
 			}
-			Expect(eval(promqltest.LoadedStorage(GinkgoTB(), "load 1m\n"+healthy), alert(name), at)).To(BeEmpty(), "%s on\n%s", name, healthy)
+			Expect(eval(loaded(healthy), alert(name), at)).To(BeEmpty(), "%s on\n%s", name, healthy)
 		},
 		Entry("no operator scraped", "PolycrateOperatorDown",
 			`  up{`+sel+`} 1x20`,
