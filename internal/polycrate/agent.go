@@ -40,21 +40,50 @@ type CheckSummary struct {
 	TotalChecks           int     `json:"total_checks"`
 }
 
-// CheckResult is CheckResultInputRequest (the HTTP subset the operator probes).
+// CheckResult is CheckResultInputRequest: one check's outcome, sent inside the
+// health report (the only channel the API has for results).
 type CheckResult struct {
-	EndpointID         string     `json:"endpoint_id"`
-	Success            bool       `json:"success"`
-	CheckedAt          *time.Time `json:"checked_at,omitempty"`
-	StatusCode         *int       `json:"status_code,omitempty"`
-	ErrorCode          int        `json:"error_code,omitempty"`
-	ErrorName          string     `json:"error_name,omitempty"`
-	DurationMS         *int       `json:"duration_ms,omitempty"`
-	SSLCertNotAfter    *time.Time `json:"ssl_cert_not_after,omitempty"`
-	HTTPTLSVersion     *string    `json:"http_tls_version,omitempty"`
-	ResolvedIP         *string    `json:"resolved_ip,omitempty"`
-	HTTPErrorCategory  *string    `json:"http_error_category,omitempty"`
-	HTTPTLSValid       *bool      `json:"http_tls_valid,omitempty"`
-	HTTPTLSDaysToExpry *int       `json:"http_tls_days_until_expiry,omitempty"`
+	EndpointID      string     `json:"endpoint_id"`
+	Success         bool       `json:"success"`
+	CheckedAt       *time.Time `json:"checked_at,omitempty"`
+	StatusCode      *int       `json:"status_code,omitempty"`
+	ErrorCode       int        `json:"error_code,omitempty"`
+	ErrorName       string     `json:"error_name,omitempty"`
+	DurationMS      *int       `json:"duration_ms,omitempty"`
+	SSLCertNotAfter *time.Time `json:"ssl_cert_not_after,omitempty"`
+	ResolvedIP      *string    `json:"resolved_ip,omitempty"`
+
+	HTTPDNSLookupMS        *int    `json:"http_dns_lookup_ms,omitempty"`
+	HTTPTCPConnectMS       *int    `json:"http_tcp_connect_ms,omitempty"`
+	HTTPTLSHandshakeMS     *int    `json:"http_tls_handshake_ms,omitempty"`
+	HTTPTimeToFirstByteMS  *int    `json:"http_time_to_first_byte_ms,omitempty"`
+	HTTPResponseSizeBytes  *int    `json:"http_response_size_bytes,omitempty"`
+	HTTPTLSVersion         *string `json:"http_tls_version,omitempty"`
+	HTTPResolvedIP         *string `json:"http_resolved_ip,omitempty"`
+	HTTPErrorCategory      *string `json:"http_error_category,omitempty"`
+	HTTPTLSValid           *bool   `json:"http_tls_valid,omitempty"`
+	HTTPTLSDaysUntilExpiry *int    `json:"http_tls_days_until_expiry,omitempty"`
+	HTTPTLSIssuer          *string `json:"http_tls_issuer,omitempty"`
+	HTTPTLSSubject         *string `json:"http_tls_subject,omitempty"`
+
+	ICMPRTTMS             *float64 `json:"icmp_rtt_ms,omitempty"`
+	ICMPMinRTTMS          *float64 `json:"icmp_min_rtt_ms,omitempty"`
+	ICMPMaxRTTMS          *float64 `json:"icmp_max_rtt_ms,omitempty"`
+	ICMPPacketLossPercent *float64 `json:"icmp_packet_loss_percent,omitempty"`
+	ICMPPacketsSent       *int     `json:"icmp_packets_sent,omitempty"`
+	ICMPPacketsReceived   *int     `json:"icmp_packets_received,omitempty"`
+
+	TCPConnected       *bool   `json:"tcp_connected,omitempty"`
+	TCPBanner          *string `json:"tcp_banner,omitempty"`
+	TCPResponseMatched *bool   `json:"tcp_response_matched,omitempty"`
+
+	DNSRcode       *string  `json:"dns_rcode,omitempty"`
+	DNSRecords     []string `json:"dns_records,omitempty"`
+	DNSMatched     *bool    `json:"dns_matched,omitempty"`
+	DNSQueryTimeMS *int     `json:"dns_query_time_ms,omitempty"`
+	DNSProtocol    *string  `json:"dns_protocol,omitempty"`
+	DNSRecordType  *string  `json:"dns_record_type,omitempty"`
+	DNSDNSSECValid *bool    `json:"dns_dnssec_valid,omitempty"`
 }
 
 // HealthResponse is AgentHealthSubmissionResponse: who the token belongs to.

@@ -1,0 +1,554 @@
+package probe
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/net/icmp"
+
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// dnsServer answers on 127.0.0.1 (udp and tcp, one port): A records from zone,
+// NXDOMAIN for other names; names under secure. get the AD flag.
+func dnsServer(t *testing.T, zone map[string]string) string {
+	t.Helper()
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		q := req.Question[0]
+		ip, ok := zone[strings.ToLower(q.Name)]
+		switch {
+		case !ok:
+			m.Rcode = dns.RcodeNameError
+		case q.Qtype == dns.TypeA:
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.ParseIP(ip)})
+		}
+		m.AuthenticatedData = strings.HasPrefix(q.Name, "secure.")
+		_ = w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp, tcp := &dns.Server{PacketConn: pc, Handler: handler}, &dns.Server{Listener: l, Handler: handler}
+	go func() { _ = udp.ActivateAndServe() }()
+	go func() { _ = tcp.ActivateAndServe() }()
+	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// resolverVia resolves host names through the DNS server at addr.
+func resolverVia(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+}
+
+func splitPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
+func httpTarget(t *testing.T, url string, spec polycrate.HTTPSpec) Target {
+	t.Helper()
+	u := strings.TrimPrefix(strings.TrimPrefix(url, "https://"), "http://")
+	host, port := splitPort(t, u)
+	spec.TLS = strings.HasPrefix(url, "https://")
+	if spec.Timeout == 0 {
+		spec.Timeout = 2
+	}
+	return Target{ID: "e1", Kind: "http", Address: host, Port: port, Spec: polycrate.EndpointSpec{HTTP: &spec}}
+}
+
+// expect checks an outcome's failure name ("" for success).
+func expect(t *testing.T, out Outcome, name string) {
+	t.Helper()
+	got := ""
+	if out.Failure != nil {
+		got = out.Failure.Name
+	}
+	if got != name {
+		t.Fatalf("failure %q (%v), want %q", got, out.Failure, name)
+	}
+	if out.Result.Success != (name == "") {
+		t.Fatalf("success %v with failure %q", out.Result.Success, name)
+	}
+	if out.Failure != nil && (out.Result.ErrorCode != out.Failure.Code || out.Result.ErrorName != name ||
+		out.Result.HTTPErrorCategory == nil || *out.Result.HTTPErrorCategory != out.Failure.Category) {
+		t.Fatalf("result does not carry the failure: %+v", out.Result)
+	}
+	if out.Result.EndpointID == "" || out.Result.CheckedAt == nil || out.Result.DurationMS == nil {
+		t.Fatalf("result misses endpoint_id, checked_at or duration_ms: %+v", out.Result)
+	}
+}
+
+const okBody = `{"database":"connected","cache":"ok"}`
+
+func TestHTTP(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != "probe-test" && r.Header.Get("User-Agent") != UserAgent {
+			w.WriteHeader(http.StatusTeapot)
+		}
+		_, _ = io.WriteString(w, okBody)
+	})
+	mux.HandleFunc("/status/", func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/status/"))
+		w.WriteHeader(code)
+	})
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusMovedPermanently) })
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+	mux.HandleFunc("/method", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead || r.Referer() != "https://status.example.com" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("/endless", func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/drip", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		for r.Context().Err() == nil {
+			_, _ = w.Write([]byte("."))
+			w.(http.Flusher).Flush()
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	p := &Prober{}
+
+	cases := []struct {
+		name string
+		spec polycrate.HTTPSpec
+		body string
+		want string
+		then func(*testing.T, Outcome)
+	}{
+		{name: "200 with phases, size and the resolved IP", spec: polycrate.HTTPSpec{Path: "/ok"}, then: func(t *testing.T, o Outcome) {
+			if *o.Result.StatusCode != 200 || *o.Result.HTTPResponseSizeBytes != len(okBody) || *o.Result.ResolvedIP != "127.0.0.1" {
+				t.Fatalf("%+v", o.Result)
+			}
+			if _, ok := o.Phases["connect"]; !ok || o.Result.HTTPTCPConnectMS == nil || o.Result.HTTPTimeToFirstByteMS == nil {
+				t.Fatalf("no connect phase: %v", o.Phases)
+			}
+		}},
+		{name: "the user agent of the spec", spec: polycrate.HTTPSpec{Path: "/ok", UserAgent: polycrate.Ptr("probe-test")}},
+		{name: "Beispiel 4: the expected body is there", spec: polycrate.HTTPSpec{Path: "/ok"}, body: `"database":"connected"`},
+		{name: "the expected body is missing", spec: polycrate.HTTPSpec{Path: "/ok"}, body: `"database":"down"`, want: "body_mismatch"},
+		{name: "500 where 200 is expected", spec: polycrate.HTTPSpec{Path: "/status/500"}, want: "unexpected_status_code", then: func(t *testing.T, o Outcome) {
+			if *o.Result.StatusCode != 500 || o.Failure.Category != CategoryResponse {
+				t.Fatalf("%+v", o.Result)
+			}
+		}},
+		{name: "an accepted code", spec: polycrate.HTTPSpec{Path: "/status/204", AcceptedStatusCodes: []int{204}}},
+		{name: "the expected code", spec: polycrate.HTTPSpec{Path: "/status/202", ExpectedStatusCode: 202}},
+		{name: "a bad code wins over accepted", spec: polycrate.HTTPSpec{Path: "/status/503", AcceptedStatusCodes: []int{503}, BadStatusCodes: []int{503}}, want: "bad_status_code"},
+		{name: "a redirect followed", spec: polycrate.HTTPSpec{Path: "/moved"}},
+		{name: "a redirect not followed, 3xx accepted (Beispiel 7)", spec: polycrate.HTTPSpec{Path: "/moved", FollowRedirect: polycrate.Ptr(false), AcceptedStatusCodes: []int{301}}},
+		{name: "a redirect loop", spec: polycrate.HTTPSpec{Path: "/loop", MaxRedirects: polycrate.Ptr(3)}, want: "too_many_redirects"},
+		{name: "method and referer", spec: polycrate.HTTPSpec{Path: "/method", Method: "HEAD", Referer: polycrate.Ptr("https://status.example.com")}},
+		{name: "an endless body", spec: polycrate.HTTPSpec{Path: "/endless", Timeout: 20}, want: "body_too_large"},
+		{name: "a slow drip", spec: polycrate.HTTPSpec{Path: "/drip", Timeout: 1}, want: "timeout", then: func(t *testing.T, o Outcome) {
+			if o.Duration > 1500*time.Millisecond {
+				t.Fatalf("the check took %s with a 1 s timeout", o.Duration)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := httpTarget(t, srv.URL, c.spec)
+			tg.ExpectedBody = c.body
+			out := p.Run(context.Background(), tg)
+			expect(t, out, c.want)
+			if c.then != nil {
+				c.then(t, out)
+			}
+		})
+	}
+}
+
+func TestConnectionFailures(t *testing.T) {
+	// Refused: a port nobody listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := l.Addr().String()
+	_ = l.Close()
+	// Reset: accept, then close with RST.
+	rst, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rst.Close() }()
+	go func() {
+		for {
+			c, err := rst.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1024)
+			_, _ = c.Read(buf)
+			_ = c.(*net.TCPConn).SetLinger(0)
+			_ = c.Close()
+		}
+	}()
+	// A black hole: accepts and never answers.
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hole.Close() }()
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			defer func() { _ = c.Close() }()
+		}
+	}()
+	dnsAddr := dnsServer(t, map[string]string{"known.test.": "127.0.0.1"})
+	p := &Prober{Resolver: resolverVia(dnsAddr)}
+	host, port := splitPort(t, closedAddr)
+	_, rstPort := splitPort(t, rst.Addr().String())
+	_, holePort := splitPort(t, hole.Addr().String())
+
+	cases := []struct {
+		name     string
+		target   Target
+		category string
+		names    []string
+	}{
+		{"http: connection refused", Target{Kind: "http", Address: host, Port: port, Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 2}}},
+			CategoryConnection, []string{"connection_refused"}},
+		{"http: connection reset", Target{Kind: "http", Address: host, Port: rstPort, Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 2}}},
+			CategoryConnection, []string{"connection_reset", "connection_closed"}},
+		{"http: no answer within the timeout", Target{Kind: "http", Address: host, Port: holePort, Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 1}}},
+			CategoryTimeout, []string{"timeout"}},
+		{"http: the name does not exist", Target{Kind: "http", Address: "missing.test", Port: port, Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 2}}},
+			CategoryDNS, []string{"dns_not_found"}},
+		{"tcp: connection refused", Target{Kind: "tcp", Address: host, Port: port}, CategoryConnection, []string{"connection_refused"}},
+		{"tcp: no port", Target{Kind: "tcp", Address: host}, CategoryConfiguration, []string{"invalid_spec"}},
+		{"an unknown kind", Target{Kind: "smtp", Address: host}, CategoryConfiguration, []string{"invalid_spec"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.target.ID = "e1"
+			out := p.Run(context.Background(), c.target)
+			if out.Failure == nil || out.Failure.Category != c.category || !contains(c.names, out.Failure.Name) {
+				t.Fatalf("failure %v, want category %s, one of %v", out.Failure, c.category, c.names)
+			}
+			expect(t, out, out.Failure.Name)
+			if out.Duration > 3*time.Second {
+				t.Fatalf("took %s", out.Duration)
+			}
+		})
+	}
+	// The same name through the local DNS server resolves.
+	out := p.Run(context.Background(), Target{ID: "e1", Kind: "tcp", Address: "known.test", Port: holePort})
+	expect(t, out, "")
+	if *out.Result.ResolvedIP != "127.0.0.1" || !*out.Result.TCPConnected {
+		t.Fatalf("%+v", out.Result)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// certificate makes a self-signed certificate for 127.0.0.1 and name, valid
+// from notBefore to notAfter.
+func certificate(t *testing.T, name string, notBefore, notAfter time.Time) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, Issuer: pkix.Name{CommonName: name},
+		NotBefore: notBefore, NotAfter: notAfter, DNSNames: []string{name}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+func tlsServer(t *testing.T, cert tls.Certificate) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestTLS(t *testing.T) {
+	now := time.Now()
+	good, goodPool := certificate(t, "shop.test", now.Add(-time.Hour), now.Add(40*24*time.Hour))
+	expired, expiredPool := certificate(t, "shop.test", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	goodSrv, expiredSrv := tlsServer(t, good), tlsServer(t, expired)
+	dnsAddr := dnsServer(t, map[string]string{"shop.test.": "127.0.0.1", "other.test.": "127.0.0.1"})
+	_, goodPort := splitPort(t, strings.TrimPrefix(goodSrv.URL, "https://"))
+	_, expiredPort := splitPort(t, strings.TrimPrefix(expiredSrv.URL, "https://"))
+	target := func(host string, port int, ignore bool) Target {
+		return Target{ID: "e1", Kind: "http", Address: host, Port: port,
+			Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{TLS: true, Timeout: 2, IgnoreTLSErrors: ignore}}}
+	}
+	trusted := &Prober{RootCAs: goodPool, Resolver: resolverVia(dnsAddr)}
+
+	out := trusted.Run(context.Background(), target("shop.test", goodPort, false))
+	expect(t, out, "")
+	r := out.Result
+	if !*r.HTTPTLSValid || *r.HTTPTLSSubject != "shop.test" || *r.HTTPTLSIssuer != "shop.test" || *r.HTTPTLSVersion != "TLS 1.3" ||
+		*r.HTTPTLSDaysUntilExpiry != 39 || r.SSLCertNotAfter == nil || r.HTTPTLSHandshakeMS == nil || out.CertNotAfter.IsZero() {
+		t.Fatalf("TLS facts: %+v", r)
+	}
+
+	cases := []struct {
+		name   string
+		p      *Prober
+		target Target
+		want   string
+	}{
+		{"unknown authority", &Prober{Resolver: resolverVia(dnsAddr)}, target("shop.test", goodPort, false), "tls_unknown_authority"},
+		{"wrong host name", trusted, target("other.test", goodPort, false), "tls_hostname_mismatch"},
+		{"expired", &Prober{RootCAs: expiredPool, Resolver: resolverVia(dnsAddr)}, target("shop.test", expiredPort, false), "tls_certificate_expired"},
+		{"unknown authority, ignored", &Prober{Resolver: resolverVia(dnsAddr)}, target("shop.test", goodPort, true), ""},
+		{"expired, ignored", &Prober{RootCAs: expiredPool, Resolver: resolverVia(dnsAddr)}, target("shop.test", expiredPort, true), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := c.p.Run(context.Background(), c.target)
+			expect(t, out, c.want)
+			if c.want == "" && (out.Result.HTTPTLSValid == nil || *out.Result.HTTPTLSValid) {
+				t.Fatalf("an ignored TLS error is still reported as invalid: %+v", out.Result)
+			}
+		})
+	}
+}
+
+func TestTCP(t *testing.T) {
+	serve := func(t *testing.T, handle func(net.Conn)) int {
+		t.Helper()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer func() { _ = c.Close() }(); handle(c) }()
+			}
+		}()
+		_, port := splitPort(t, l.Addr().String())
+		return port
+	}
+	smtp := serve(t, func(c net.Conn) { _, _ = io.WriteString(c, "220 mail.test ESMTP ready\r\n"); time.Sleep(time.Second) })
+	echoPort := serve(t, func(c net.Conn) {
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		_, _ = c.Write([]byte("+" + strings.ToUpper(string(buf[:n]))))
+	})
+	quiet := serve(t, func(c net.Conn) { time.Sleep(3 * time.Second) })
+	p := &Prober{}
+	tcp := func(port int, s polycrate.TCPSpec) Target {
+		if s.Timeout == 0 {
+			s.Timeout = 2
+		}
+		return Target{ID: "e1", Kind: "tcp", Address: "127.0.0.1", Port: port, Spec: polycrate.EndpointSpec{TCP: &s}}
+	}
+	out := p.Run(context.Background(), tcp(smtp, polycrate.TCPSpec{}))
+	expect(t, out, "")
+	if out.Result.TCPBanner == nil || *out.Result.TCPBanner != "220 mail.test ESMTP ready" {
+		t.Fatalf("banner: %+v", out.Result)
+	}
+	expect(t, p.Run(context.Background(), tcp(smtp, polycrate.TCPSpec{ExpectedResponse: "ESMTP"})), "")
+	out = p.Run(context.Background(), tcp(echoPort, polycrate.TCPSpec{SendString: "ping", ExpectedResponse: "+PING"}))
+	expect(t, out, "")
+	if !*out.Result.TCPResponseMatched {
+		t.Fatalf("%+v", out.Result)
+	}
+	out = p.Run(context.Background(), tcp(echoPort, polycrate.TCPSpec{SendString: "ping", ExpectedResponse: "+PONG"}))
+	expect(t, out, "response_mismatch")
+	if *out.Result.TCPResponseMatched {
+		t.Fatalf("%+v", out.Result)
+	}
+	// A server that never answers: the expected response times out; without one, a connect is enough.
+	out = p.Run(context.Background(), tcp(quiet, polycrate.TCPSpec{ExpectedResponse: "hello", Timeout: 1}))
+	expect(t, out, "timeout")
+	expect(t, p.Run(context.Background(), tcp(quiet, polycrate.TCPSpec{})), "")
+
+	// TLS on TCP.
+	cert, pool := certificate(t, "mail.test", time.Now().Add(-time.Hour), time.Now().Add(10*24*time.Hour))
+	tl, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tl.Close() }()
+	go func() {
+		for {
+			c, err := tl.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.WriteString(c, "* OK IMAP ready\r\n"); time.Sleep(time.Second); _ = c.Close() }()
+		}
+	}()
+	_, tlsPort := splitPort(t, tl.Addr().String())
+	out = (&Prober{RootCAs: pool}).Run(context.Background(), tcp(tlsPort, polycrate.TCPSpec{TLS: true, ExpectedResponse: "OK"}))
+	expect(t, out, "")
+	if *out.Result.HTTPTLSDaysUntilExpiry != 9 || !*out.Result.HTTPTLSValid {
+		t.Fatalf("%+v", out.Result)
+	}
+	expect(t, p.Run(context.Background(), tcp(tlsPort, polycrate.TCPSpec{TLS: true})), "tls_unknown_authority")
+}
+
+func TestDNS(t *testing.T) {
+	addr := dnsServer(t, map[string]string{"svc.example.": "10.0.0.7", "secure.example.": "10.0.0.8"})
+	host, port := splitPort(t, addr)
+	p := &Prober{}
+	dnsT := func(s polycrate.DNSSpec) Target {
+		s.Timeout = 2
+		return Target{ID: "e1", Kind: "dns", Address: host, Port: port, Spec: polycrate.EndpointSpec{DNS: &s}}
+	}
+	out := p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", ExpectedResults: []string{"10.0.0.7"}}))
+	expect(t, out, "")
+	r := out.Result
+	if *r.DNSRcode != "NOERROR" || len(r.DNSRecords) != 1 || r.DNSRecords[0] != "10.0.0.7" || !*r.DNSMatched || *r.DNSProtocol != "udp" ||
+		*r.DNSRecordType != "A" || r.DNSQueryTimeMS == nil || *r.DNSDNSSECValid {
+		t.Fatalf("%+v", r)
+	}
+	out = p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", Protocol: "tcp"}))
+	expect(t, out, "")
+	if *out.Result.DNSProtocol != "tcp" {
+		t.Fatalf("%+v", out.Result)
+	}
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", ExpectedResults: []string{"10.0.0.9"}})), "dns_results_mismatch")
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "gone.example"})), "dns_unexpected_rcode")
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "gone.example", ExpectedRcode: "NXDOMAIN"})), "")
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", DNSSEC: true})), "dnssec_not_validated")
+	out = p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "secure.example", DNSSEC: true}))
+	expect(t, out, "")
+	if !*out.Result.DNSDNSSECValid {
+		t.Fatalf("%+v", out.Result)
+	}
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", RecordType: "BOGUS"})), "invalid_spec")
+	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", Protocol: "quic"})), "invalid_spec")
+	// A server that does not answer.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pc.Close() }()
+	_, silent := splitPort(t, pc.LocalAddr().String())
+	tg := dnsT(polycrate.DNSSpec{RecordName: "svc.example"})
+	tg.Port, tg.Spec.DNS.Timeout = silent, 1
+	expect(t, p.Run(context.Background(), tg), "timeout")
+}
+
+func TestICMP(t *testing.T) {
+	target := Target{ID: "e1", Kind: "icmp", Address: "127.0.0.1", Spec: polycrate.EndpointSpec{ICMP: &polycrate.ICMPSpec{Timeout: 1, Interval: 0.05}}}
+	out := (&Prober{}).Run(context.Background(), target)
+	if out.Failure != nil {
+		// This host permits neither socket kind: the documented configuration error.
+		expect(t, out, "icmp_not_permitted")
+		if out.Failure.Category != CategoryConfiguration {
+			t.Fatalf("%v", out.Failure)
+		}
+	} else {
+		expect(t, out, "")
+		r := out.Result
+		if *r.ICMPPacketsSent != ICMPPackets || *r.ICMPPacketsReceived != ICMPPackets || *r.ICMPPacketLossPercent != 0 ||
+			r.ICMPRTTMS == nil || *r.ICMPMinRTTMS > *r.ICMPMaxRTTMS {
+			t.Fatalf("%+v", r)
+		}
+	}
+
+	// A host that permits neither: a configuration error with the remedy, no crash.
+	orig := listenICMP
+	defer func() { listenICMP = orig }()
+	listenICMP = func(network, _ string) (*icmp.PacketConn, error) {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: fmt.Errorf("socket: %w", syscall.EPERM)}
+	}
+	out = (&Prober{}).Run(context.Background(), target)
+	expect(t, out, "icmp_not_permitted")
+	if !strings.Contains(out.Failure.Detail, "ping_group_range") || !errors.Is(syscall.EPERM, syscall.EPERM) {
+		t.Fatalf("%v", out.Failure)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls++
+		if calls < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	tg := httpTarget(t, srv.URL, polycrate.HTTPSpec{})
+	tg.Spec.Retry = &polycrate.RetrySpec{Enabled: true, Count: 3, Sleep: 0.01}
+	expect(t, (&Prober{}).Run(context.Background(), tg), "")
+	if calls != 3 {
+		t.Fatalf("%d attempts", calls)
+	}
+	// Without retry, one attempt decides.
+	calls = 0
+	tg.Spec.Retry = nil
+	expect(t, (&Prober{}).Run(context.Background(), tg), "unexpected_status_code")
+	if calls != 1 {
+		t.Fatalf("%d attempts", calls)
+	}
+}
