@@ -69,18 +69,18 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 		writeValidation(w, []FieldError{{"non_field_errors", "invalid", "Invalid health data or workspace has no PoP"}})
 		return
 	}
-	results, _ := body["check_results"].([]any)
-	for i, it := range results {
-		id := it.(map[string]any)["endpoint_id"].(string)
-		if _, ok := s.visible(byName["endpoints"], id, p, false); !ok {
-			writeValidation(w, []FieldError{{fmt.Sprintf("check_results.%d.endpoint_id", i), "does_not_exist", fmt.Sprintf("Invalid pk \"%s\" - object does not exist.", id)}})
-			return
-		}
-	}
 	reported, _ := body["reported_agent_id"].(string)
 	kind, _ := body["kind"].(string)
 	if kind == "" {
 		kind = "agent"
+	}
+	results, _ := body["check_results"].([]any)
+	for i, it := range results {
+		id := it.(map[string]any)["endpoint_id"].(string)
+		if !s.mayReport(p, reported, kind, id) {
+			writeValidation(w, []FieldError{{fmt.Sprintf("check_results.%d.endpoint_id", i), "does_not_exist", fmt.Sprintf("Invalid pk \"%s\" - object does not exist.", id)}})
+			return
+		}
 	}
 	now := s.cfg.Now().UTC()
 	state := map[string]string{"healthy": "OK", "degraded": "WARNING", "unhealthy": "CRITICAL", "critical": "CRITICAL"}[body["status"].(string)]
@@ -122,6 +122,7 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 		s.closeDowntime(recovered)
 	}
 	s.storeCheckResults(agent, results)
+	s.deriveEndpointStates(results)
 	org, _ := s.store.Get("organizations", p.org)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"status": "success", "agent_id": agent.ID, "reported_agent_id": reported, "health_data_id": nil,
@@ -139,6 +140,24 @@ func agentName(ws *Object, kind, reported string) string {
 		name += "-" + reported
 	}
 	return name
+}
+
+// mayReport says whether the reporting agent may send a result for endpoint id:
+// an endpoint of its workspace, or one assigned to it (a global monitor's).
+func (s *Server) mayReport(p principal, reported, kind, id string) bool {
+	if _, ok := s.visible(byName["endpoints"], id, p, false); ok {
+		return true
+	}
+	e, ok := s.store.Get("endpoints", id)
+	if !ok || e.DeletedAt != nil {
+		return false
+	}
+	for _, a := range s.store.List("agents") {
+		if a.DeletedAt == nil && a.Workspace == p.workspace && a.Data["reported_agent_id"] == reported && a.Data["kind"] == kind {
+			return contains(s.assignedAgents(e), a.ID)
+		}
+	}
+	return false
 }
 
 // storeCheckResults keeps the latest result and counters per agent and endpoint
@@ -186,6 +205,82 @@ func (s *Server) storeCheckResults(agent *Object, results []any) {
 	})
 }
 
+// deriveEndpointStates sets each checked endpoint's state from the latest result
+// of each agent assigned to it: OK while any of them succeeds, CRITICAL (reason:
+// the failure) when all fail. Turning CRITICAL opens a downtime for the endpoint,
+// turning OK again closes it, as the real service does for a ManagedObject.
+func (s *Server) deriveEndpointStates(results []any) {
+	now := s.cfg.Now().UTC()
+	seen := map[string]bool{}
+	for _, it := range results {
+		id := it.(map[string]any)["endpoint_id"].(string)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		e, ok := s.store.Get("endpoints", id)
+		if !ok || e.DeletedAt != nil {
+			continue
+		}
+		up, reason := false, ""
+		for _, agentID := range s.assignedAgents(e) {
+			a, ok := s.store.Get(internalResource, "assign:"+agentID+":"+id)
+			if !ok {
+				continue
+			}
+			if a.Data["last_check_success"] == true {
+				up = true
+				break
+			}
+			reason = fmt.Sprintf("check failed: %v", orDefault(a.Data["last_check_error_name"], "error"))
+			if code := a.Data["last_check_status_code"]; code != nil {
+				reason += fmt.Sprintf(" (status %v)", code)
+			}
+		}
+		if !up && reason == "" {
+			continue // no assigned agent has reported yet
+		}
+		state := map[bool]string{true: "OK", false: "CRITICAL"}[up]
+		var open *Object
+		var closeID string
+		_ = s.store.Update("endpoints", func(objs map[string]*Object) ([]*Object, error) {
+			prev, _ := objs[id].Data["state"].(string)
+			if prev == state && (up || objs[id].Data["state_reason"] == reason) {
+				return nil, nil
+			}
+			o := edit(objs, id, func(o *Object) {
+				o.Data["last_state"] = prev
+				o.Data["state"] = state
+				o.Data["state_reason"] = map[bool]any{true: nil, false: reason}[up]
+				if prev != state {
+					o.Data["last_state_change"] = now.Format(time.RFC3339Nano)
+				}
+				o.UpdatedAt = now
+			})
+			dt, _ := o.Data["_downtime"].(string)
+			switch {
+			case !up && dt == "":
+				open = &Object{Resource: "downtimes", ID: uuid.NewString(), Organization: o.Organization, CreatedAt: now, UpdatedAt: now,
+					Data: map[string]any{"name": fmt.Sprintf("%s down", o.Data["name"]), "kind": "generic", "severity": "major",
+						"is_active": true, "counts_towards_sla": true, "started_at": now.Format(time.RFC3339Nano), "ended_at": nil,
+						"state": "CRITICAL", "affected_objects_count": float64(1),
+						"affected_objects": []any{map[string]any{"type": "endpoint", "id": o.ID, "name": o.Data["name"]}}}}
+				o.Data["_downtime"] = open.ID
+			case up && dt != "":
+				closeID = dt
+				delete(o.Data, "_downtime")
+			}
+			return []*Object{o}, nil
+		})
+		if open != nil {
+			_ = s.store.Save(open)
+		}
+		if closeID != "" {
+			s.closeDowntime(closeID)
+		}
+	}
+}
+
 func orDefault(v, d any) any {
 	if v == nil {
 		return d
@@ -218,44 +313,49 @@ func (s *Server) agentEndpoints(w http.ResponseWriter, r *http.Request, p princi
 		writeError(w, http.StatusNotFound, "client_error", "not_found", "Agent not registered", nil)
 		return
 	}
-	ws := s.workspaceSimple(p.workspace).(map[string]any)
-	org := s.orgSimple(p.org).(map[string]any)
 	out := []any{}
 	for _, e := range s.store.List("endpoints") {
-		if e.DeletedAt != nil || e.Workspace != p.workspace || !contains(s.assignedAgents(e), agent.ID) {
+		if e.DeletedAt != nil || !contains(s.assignedAgents(e), agent.ID) {
 			continue
 		}
 		out = append(out, map[string]any{"id": e.ID, "name": e.Data["name"], "kind": e.Data["kind"],
 			"remote_address": e.Data["remote_address"], "remote_port": e.Data["remote_port"], "spec": e.Data["spec"],
-			"workspace":    map[string]any{"id": ws["id"], "name": ws["name"]},
-			"organization": map[string]any{"id": org["id"], "name": org["name"]}})
+			"workspace": minimal(s.workspaceSimple(e.Workspace)), "organization": minimal(s.orgSimple(e.Organization))})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// assignedAgents is the server-side assignment: each monitored endpoint goes to the
-// workspace's operator agents first (then CLI agents), oldest first, up to
-// max_agents_per_endpoint (default 1).
+// assignedAgents is the server-side assignment (docs/api-emulator.md, "Endpoint
+// assignment"): a monitored endpoint (not do_not_monitor, not archived) goes to
+// active agents, up to max_agents_per_endpoint (default 1), in this order: the
+// operators of its own workspace, its CLI agents, then the agents of global
+// monitor workspaces (global_endpoint_monitor) whose endpoint_monitoring_mode
+// admits it — auto: any workspace; organization_only: the same organization;
+// pop_only: a workspace at the same PoP; workspace_only: none. Oldest first
+// within each group. An agent that falls silent (inactive) loses its endpoints.
 func (s *Server) assignedAgents(e *Object) []string {
-	if e.Data["do_not_monitor"] == true || e.DeletedAt != nil {
+	if e.Data["do_not_monitor"] == true || e.Data["archived"] == true || e.DeletedAt != nil {
 		return []string{}
 	}
 	limit := 1
 	if n, ok := e.Data["max_agents_per_endpoint"].(float64); ok && n > 0 {
 		limit = int(n)
 	}
-	var ops, others []string
+	var ops, others, global []string
 	for _, a := range s.store.List("agents") {
-		if a.DeletedAt != nil || a.Workspace != e.Workspace {
+		if a.DeletedAt != nil || a.Data["is_active"] == false {
 			continue
 		}
-		if a.Data["kind"] == "operator" {
+		switch {
+		case a.Workspace == e.Workspace && a.Data["kind"] == "operator":
 			ops = append(ops, a.ID)
-		} else {
+		case a.Workspace == e.Workspace:
 			others = append(others, a.ID)
+		case s.monitorsGlobally(a, e):
+			global = append(global, a.ID)
 		}
 	}
-	all := append(ops, others...)
+	all := append(append(ops, others...), global...)
 	if len(all) > limit {
 		all = all[:limit]
 	}
@@ -263,6 +363,34 @@ func (s *Server) assignedAgents(e *Object) []string {
 		return []string{}
 	}
 	return all
+}
+
+// minimal is the {id, name} map AgentEndpoint carries for a workspace or
+// organization (nil when there is none).
+func minimal(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	return map[string]any{"id": m["id"], "name": m["name"]}
+}
+
+// monitorsGlobally says whether agent a, of another workspace, may monitor e.
+func (s *Server) monitorsGlobally(a, e *Object) bool {
+	ws, ok := s.store.Get("workspaces", a.Workspace)
+	if !ok || ws.Data["global_endpoint_monitor"] != true {
+		return false
+	}
+	switch ws.Data["endpoint_monitoring_mode"] {
+	case "organization_only":
+		return a.Organization == e.Organization
+	case "pop_only":
+		target, ok := s.store.Get("workspaces", e.Workspace)
+		return ok && target.Data["_pop"] == ws.Data["_pop"]
+	case "workspace_only":
+		return false
+	}
+	return true // auto
 }
 
 func (s *Server) agentErrors(w http.ResponseWriter, r *http.Request, p principal) {

@@ -24,7 +24,7 @@ var pageColumns = []struct {
 	{"Workspaces", "workspaces", []string{"name", "organization.name", "pop.name", "endpoint_monitoring_mode"}},
 	{"Kubernetes clusters", "kubernetes/clusters", []string{"name", "kind", "kubernetes_version", "workspace.name"}},
 	{"Agents", "agents", []string{"name", "kind", "version", "last_seen", "state", "workspace.name"}},
-	{"Endpoints", "endpoints", []string{"name", "remote_address", "remote_port", "spec.http.path", "agents", "last_check"}},
+	{"Endpoints", "endpoints", []string{"name", "kind", "remote_address", "remote_port", "spec.http.path", "agents", "state", "last_check"}},
 	{"Kubernetes apps", "kubernetes/apps", []string{"name", "kind", "namespace", "installed_version", "pods_ready", "pods_total", "desired_version"}},
 	{"Hosts", "hosts", []string{"name", "hostname", "default_ipv4", "resource_cpu_cores", "resource_memory"}},
 	{"Kubernetes volumes", "kubernetes/volumes", []string{"name", "capacity_string", "storage_class", "phase", "pvc_namespace", "pvc_name"}},
@@ -96,9 +96,10 @@ func (s *Server) lastCheck(e *Object) string {
 	if newest == nil {
 		return "–"
 	}
-	ok := "FAIL"
+	ok := fmt.Sprintf("FAIL (%v)", orDefault(newest["last_check_error_name"], "error"))
 	if newest["last_check_success"] == true {
 		ok = "OK"
 	}
-	return fmt.Sprintf("%s %v at %v", ok, orDefault(newest["last_check_status_code"], "-"), newest["last_check_at"])
+	return fmt.Sprintf("%s %v in %v ms at %v", ok, orDefault(newest["last_check_status_code"], "-"), orDefault(newest["last_check_duration_ms"], "-"),
+		newest["last_check_at"])
 }

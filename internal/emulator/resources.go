@@ -435,7 +435,7 @@ var Table = []*Resource{
 		Name: "workspaces", Path: "/api/v1/workspaces/", Source: "reference core §13",
 		Fields: managed(F("name", String, req), F("pop_id", UUID, req, wo, fk("pops")), F("description", String, null),
 			F("global_endpoint_monitor", Bool), F("on_premise", Bool), F("pop", Any, ro),
-			F("endpoint_monitoring_mode", String, enum("auto", "manual"))),
+			F("endpoint_monitoring_mode", String, enum("auto", "organization_only", "workspace_only", "pop_only"))),
 		Scope: ScopeWorkspace, SoftDelete: true, AgentReadOnly: true,
 		Filters:    map[string]string{"name": "name", "name_exact": "name", "organization_name": "organization.name"},
 		ListFields: []string{},

@@ -55,9 +55,14 @@ type SeedWorkspace struct {
 	Name   string   `yaml:"name"`
 	Pop    string   `yaml:"pop"`
 	Tokens []string `yaml:"tokens"`
-	// EndpointMonitoringMode is returned in the health report (auto|manual).
-	EndpointMonitoringMode string      `yaml:"endpoint_monitoring_mode"`
-	Blocks                 []SeedBlock `yaml:"blocks"`
+	// EndpointMonitoringMode (auto|organization_only|workspace_only|pop_only) limits
+	// which other workspaces' endpoints a global monitor of this workspace gets;
+	// it is returned in the health report.
+	EndpointMonitoringMode string `yaml:"endpoint_monitoring_mode"`
+	// GlobalEndpointMonitor: this workspace's agents also monitor other workspaces'
+	// endpoints (operator_global_endpoint_monitor in the health report).
+	GlobalEndpointMonitor bool        `yaml:"global_endpoint_monitor"`
+	Blocks                []SeedBlock `yaml:"blocks"`
 }
 
 // SeedBlock is a block of a workspace.

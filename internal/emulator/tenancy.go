@@ -50,7 +50,8 @@ func (s *Server) applySeed() error {
 				mode = "auto"
 			}
 			objs = append(objs, obj("workspaces", wsID, wsID, orgID, map[string]any{"name": w.Name, "_pop": popIDs[w.Pop],
-				"pop": map[string]any{"id": popIDs[w.Pop], "name": w.Pop, "kind": "datacenter"}, "endpoint_monitoring_mode": mode}))
+				"pop": map[string]any{"id": popIDs[w.Pop], "name": w.Pop, "kind": "datacenter"}, "endpoint_monitoring_mode": mode,
+				"global_endpoint_monitor": w.GlobalEndpointMonitor}))
 			for _, t := range w.Tokens {
 				s.tokens[t] = principal{workspace: wsID, org: orgID}
 			}
