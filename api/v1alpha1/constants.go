@@ -21,6 +21,10 @@ const (
 	LabelOperatorDiscovered = "operator.polycrate.io/discovered"
 	// LabelValueTrue is the value of the boolean labels above.
 	LabelValueTrue = "true"
+	// LabelAPIDefined marks an Endpoint CR that mirrors an endpoint defined in the
+	// Polycrate API (no Kubernetes source): the monitoring agent owns it; discovery,
+	// its sweep and the sync never write or delete it, nor its API object.
+	LabelAPIDefined = "monitoring.polycrate.io/api-defined"
 
 	// LabelEndpointSourceIngress names the Ingress an Endpoint was discovered from.
 	LabelEndpointSourceIngress = "endpoints.polycrate.io/source-ingress"
@@ -83,7 +87,9 @@ const (
 
 // Condition types.
 const (
-	ConditionReady                  = "Ready"
+	ConditionReady = "Ready"
+	// ConditionAvailable is an Endpoint's check state (written by the monitoring agent).
+	ConditionAvailable              = "Available"
 	ConditionAPIConnected           = "APIConnected"
 	ConditionWorkspaceResolved      = "WorkspaceResolved"
 	ConditionLocalClusterRegistered = "LocalClusterRegistered"
@@ -156,4 +162,16 @@ const (
 	ReasonBucketDeleted = "BucketDeleted"
 	ReasonBucketKept    = "BucketRetained"
 	ReasonSecretForeign = "SecretNotOwned"
+)
+
+// The monitoring agent's reasons: the Available condition of an Endpoint (the
+// failure's name in CamelCase when a check fails) and its events.
+const (
+	ReasonCheckSucceeded = "CheckSucceeded"
+	ReasonEndpointDown   = "EndpointDown"
+	ReasonEndpointUp     = "EndpointUp"
+	// ReasonMirrored: an Endpoint CR of an endpoint defined in the API.
+	ReasonMirrored = "Mirrored"
+	// AnnotationAPIEndpointID names the API endpoint an API-defined Endpoint CR mirrors.
+	AnnotationAPIEndpointID = "monitoring.polycrate.io/api-id"
 )

@@ -84,11 +84,53 @@ type EndpointStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the standard conditions; Ready at least.
+	// Monitoring is what this operator's checks of the endpoint found, while the
+	// API assigns the endpoint to it (docs/monitoring.md). Written when the state
+	// changes and otherwise at most every few minutes, never once per check.
+	// +optional
+	Monitoring *EndpointMonitoringStatus `json:"monitoring,omitempty"`
+	// Conditions are the standard conditions: Ready (the API sync) and, while this
+	// operator checks the endpoint, Available (the checks).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EndpointMonitoringStatus is the state of the checks this operator runs.
+type EndpointMonitoringStatus struct {
+	// State is up or down (the last check's outcome).
+	// +kubebuilder:validation:Enum=up;down
+	State string `json:"state"`
+	// LastCheckAt is when the last check recorded here ran.
+	// +optional
+	LastCheckAt *metav1.Time `json:"lastCheckAt,omitempty"`
+	// LastTransitionTime is when State last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// StatusCode is the last HTTP status code.
+	// +optional
+	StatusCode int32 `json:"statusCode,omitempty"`
+	// DurationMS is how long the last check took.
+	// +optional
+	DurationMS int64 `json:"durationMS,omitempty"`
+	// ErrorName and ErrorCategory say why the last check failed (docs/monitoring.md).
+	// +optional
+	ErrorName string `json:"errorName,omitempty"`
+	// +optional
+	ErrorCategory string `json:"errorCategory,omitempty"`
+	// Message is the failure in words.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// ConsecutiveFailures counts failed checks since the last success.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// TLSNotAfter is the earliest expiry of the certificate chain the endpoint presented.
+	// +optional
+	TLSNotAfter *metav1.Time `json:"tlsNotAfter,omitempty"`
+	// URL is what an http check requests.
+	// +optional
+	URL string `json:"url,omitempty"`
 }
 
 // Endpoint is one HTTP-monitored host in the Polycrate API.
@@ -99,6 +141,9 @@ type EndpointStatus struct {
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.remotePort`
 // +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.path`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Check",type=string,JSONPath=`.status.monitoring.state`
+// +kubebuilder:printcolumn:name="Checked",type=date,JSONPath=`.status.monitoring.lastCheckAt`,priority=1
+// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.monitoring.errorName`,priority=1
 // +kubebuilder:printcolumn:name="API ID",type=string,JSONPath=`.status.apiID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Endpoint struct {

@@ -19,6 +19,11 @@ type OperatorConfigSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	EndpointDiscovery EndpointDiscoveryConfig `json:"endpoint_discovery,omitempty"`
+	// EndpointMonitoring makes the operator the monitoring agent of the endpoints
+	// the API assigns to it (docs/monitoring.md).
+	// +kubebuilder:default={}
+	// +optional
+	EndpointMonitoring EndpointMonitoringConfig `json:"endpoint_monitoring,omitempty"`
 	// AppDiscovery turns meta-Secrets and annotated Pods into K8sApps.
 	// +kubebuilder:default={}
 	// +optional
@@ -142,6 +147,34 @@ type EndpointDiscoveryConfig struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	StaleCleanupMinutes int32 `json:"stale_cleanup_minutes,omitempty"`
+}
+
+// EndpointMonitoringConfig configures the checks of the endpoints the API assigns
+// to this operator's agent.
+type EndpointMonitoringConfig struct {
+	// Enabled turns the checks on or off (off: the agent reports no results and the
+	// API assigns its endpoints to it all the same; use do_not_monitor there).
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// AssignmentRefreshSeconds is how often the assigned endpoints are fetched; an
+	// Endpoint CR synced to the API also triggers a fetch within seconds.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=5
+	// +optional
+	AssignmentRefreshSeconds int32 `json:"assignment_refresh_seconds,omitempty"`
+	// MaxConcurrentChecks bounds the checks running at once.
+	// +kubebuilder:default=64
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	// +optional
+	MaxConcurrentChecks int32 `json:"max_concurrent_checks,omitempty"`
+	// ICMPMode is how icmp checks send echo requests: "auto" tries an unprivileged
+	// ping socket, then a raw socket (NET_RAW); or only one of them.
+	// +kubebuilder:validation:Enum=auto;unprivileged;raw
+	// +kubebuilder:default=auto
+	// +optional
+	ICMPMode string `json:"icmp_mode,omitempty"`
 }
 
 // AppDiscoveryConfig configures K8sApp discovery from meta-Secrets and annotated Pods.

@@ -111,6 +111,9 @@ type Reporter struct {
 	// Problems names what does not work right now (e.g. synced objects in Error);
 	// any makes the report "degraded" with them as its warnings. Nil: none.
 	Problems func(ctx context.Context) []string
+	// Checks is the monitoring agent: its results and summary ride on every
+	// report, its problems make the report degraded or unhealthy. Nil: none.
+	Checks CheckSource
 
 	trigger chan struct{}
 	once    sync.Once
@@ -124,6 +127,15 @@ func (r *Reporter) init() {
 			r.MaxBackoff = 2 * time.Minute
 		}
 	})
+}
+
+// CheckSource is the monitoring agent as the health report sees it.
+type CheckSource interface {
+	// Take returns the summary and the results for one report, and a function
+	// the report's outcome goes to (it returns how many results a refusal dropped).
+	Take() (polycrate.CheckSummary, []polycrate.CheckResult, func(error) int)
+	// Problems are warnings (degraded) and critical errors (unhealthy).
+	Problems() (warnings, critical []string)
 }
 
 // ReportNow asks for a report as soon as possible (the token or URL changed).
@@ -207,7 +219,28 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 			report.Status, report.Warnings = "degraded", problems
 		}
 	}
+	var checksDone func(error) int
+	if r.Checks != nil {
+		summary, results, done := r.Checks.Take()
+		report.CheckSummary, report.CheckResults, checksDone = &summary, results, done
+		warnings, critical := r.Checks.Problems()
+		if len(warnings) > 0 {
+			report.Status, report.Warnings = "degraded", append(report.Warnings, warnings...)
+		}
+		if len(critical) > 0 {
+			report.Status, report.CriticalErrors = "unhealthy", critical
+		}
+	}
 	resp, err := c.ReportHealth(ctx, report)
+	if checksDone != nil {
+		if dropped := checksDone(err); dropped > 0 {
+			r.Log.Info("the API refused the check results of a health report (an endpoint deleted meanwhile?); they are dropped and the report is sent again without them",
+				"results", dropped, "error", err.Error())
+			// The heartbeat must not be lost with them.
+			report.CheckResults = nil
+			resp, err = c.ReportHealth(ctx, report)
+		}
+	}
 	prev := r.State.Last()
 	res := &Result{At: now}
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
+	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
@@ -81,6 +82,8 @@ type Operator struct {
 	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
 	Pods    *k8sapps.PodStore
 	Secrets *slimcache.Store[slimcache.Meta]
+	// Monitor is the monitoring agent: it checks the endpoints the API assigns.
+	Monitor *monitoring.Agent
 }
 
 // Setup adds everything to the manager.
@@ -182,6 +185,8 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync}
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
+	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
+	op.Reporter.Checks = op.Monitor
 	controllers := []struct {
 		name string
 		c    interface{ SetupWithManager(manager.Manager) error }
@@ -200,6 +205,8 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		{"K8sApp discovery", op.Apps},
 		// S3Bucket CRs → API buckets → credentials Secrets.
 		{"S3Bucket provisioning", op.S3Buckets},
+		// The endpoints the API assigns → checks → health report, metrics, CR status.
+		{"endpoint monitoring", op.Monitor},
 	}
 	// Nodes, PVs, Velero/CNPG backups and schedules, cert-manager Certificates → their CRs.
 	for _, name := range slices.Sorted(maps.Keys(op.Inventory)) {

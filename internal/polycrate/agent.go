@@ -109,6 +109,9 @@ type AgentEndpoint struct {
 	RemoteAddress string        `json:"remote_address"`
 	RemotePort    *int          `json:"remote_port"`
 	Spec          *EndpointSpec `json:"spec"`
+	// Workspace and Organization are minimal {id, name} maps.
+	Workspace    map[string]string `json:"workspace"`
+	Organization map[string]string `json:"organization"`
 }
 
 // ErrorReport is AgentErrorReportRequestRequest; every field is required.

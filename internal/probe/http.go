@@ -49,7 +49,7 @@ func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 	var out Outcome
 	s := t.Spec.HTTP
 	if s == nil {
-		s = &polycrate.HTTPSpec{TLS: true}
+		s = &polycrate.HTTPSpec{} // the reference's defaults: plain http, GET /, 5 s
 	}
 	timeout := timeoutOf(s.Timeout, DefaultHTTPTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -267,4 +267,22 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// URL is the address an HTTP check of t requests.
+func URL(t Target) string {
+	s := t.Spec.HTTP
+	tlsOn := s != nil && s.TLS
+	scheme, port := "http", t.Port
+	if tlsOn {
+		scheme = "https"
+	}
+	if port == 0 {
+		port = map[bool]int{true: 443, false: 80}[tlsOn]
+	}
+	path := "/"
+	if s != nil && s.Path != "" {
+		path = s.Path
+	}
+	return scheme + "://" + hostPort(t.Address, port) + path
 }

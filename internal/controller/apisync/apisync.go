@@ -122,6 +122,9 @@ func (r *Reconciler[O, P]) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Kind.mirror(obj) {
+		return reconcile.Result{}, nil // it mirrors the API: nothing to write either way
+	}
 	r.recall(obj)
 	deleting := !obj.GetDeletionTimestamp().IsZero()
 	if !deleting {

@@ -28,7 +28,8 @@ func Kinds(d Deps) []Registered {
 	return []Registered{
 		Kind[*v1.Endpoint, polycrate.EndpointRequest]{Kind: "Endpoint", Finalizer: v1.FinalizerEndpointCleanup,
 			New: func() *v1.Endpoint { return &v1.Endpoint{} }, NewList: func() client.ObjectList { return &v1.EndpointList{} },
-			Adapter: endpointAdapter(d.Reader), Related: []Related{endpointsClaiming}},
+			Adapter: endpointAdapter(d.Reader), Related: []Related{endpointsClaiming},
+			Mirror: func(ep *v1.Endpoint) bool { return ep.Labels[v1.LabelAPIDefined] == v1.LabelValueTrue }},
 		Kind[*v1.K8sApp, polycrate.K8sAppRequest]{Kind: "K8sApp", Finalizer: v1.FinalizerK8sAppCleanup,
 			New: func() *v1.K8sApp { return &v1.K8sApp{} }, NewList: func() client.ObjectList { return &v1.K8sAppList{} },
 			Adapter: k8sAppAdapter(d.PodDetails)},
@@ -94,7 +95,13 @@ type Kind[O Object, P any] struct {
 	// Related are other kinds whose changes wake objects of this kind (a K8sApp
 	// getting its API id wakes the Endpoints that claim it).
 	Related []Related
+	// Mirror says a CR mirrors an API object someone else owns (an API-defined
+	// Endpoint): the sync never writes it, nor its API object (nor cleanup).
+	Mirror func(O) bool
 }
+
+// mirror applies Kind.Mirror.
+func (k Kind[O, P]) mirror(o O) bool { return k.Mirror != nil && k.Mirror(o) }
 
 // Related is a kind whose changes map to objects of the synced kind.
 type Related struct {
@@ -151,6 +158,9 @@ func (k Kind[O, P]) Retire(ctx context.Context, c *polycrate.Client, snap *livec
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
 			return fmt.Errorf("reading %s %s: %w", k.Kind, u.GetName(), err)
 		}
+	}
+	if k.mirror(o) {
+		return nil // the API owns it
 	}
 	id := o.SyncState().APIID
 	if id == "" {

@@ -222,6 +222,10 @@ func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Obje
 	if names.NormalizeHost(ep.Spec.RemoteAddress) != names.NormalizeHost(host) {
 		claim = claimCollision
 	}
+	if ep.Labels[v1.LabelAPIDefined] == v1.LabelValueTrue {
+		// It mirrors an endpoint defined in the API: never taken over.
+		return "the API-defined endpoint " + ep.Name, claimCollision, nil
+	}
 	for _, other := range r.Others {
 		if owner := ep.Labels[other.Label()]; owner != "" {
 			if other.Priority() > r.Inspector.Priority() {
