@@ -282,6 +282,18 @@ var _ = Describe("the Helm chart", func() {
 		dryRun(objs)
 	})
 
+	It("grants icmp checks unprivileged ping sockets only when asked (a safe sysctl, no capability)", func() {
+		psc := func(objs []*unstructured.Unstructured) map[string]any {
+			m, _, _ := unstructured.NestedMap(find(objs, "Deployment", "polycrate-operator").Object, "spec", "template", "spec", "securityContext")
+			return m
+		}
+		Expect(psc(mustRender(nil))).NotTo(HaveKey("sysctls"))
+		objs := mustRender(map[string]any{"monitoring": map[string]any{"icmp": map[string]any{"pingGroupRange": true}}})
+		Expect(psc(objs)["sysctls"]).To(Equal([]any{map[string]any{"name": "net.ipv4.ping_group_range", "value": "0 2147483647"}}))
+		Expect(psc(objs)["runAsNonRoot"]).To(BeTrue())
+		dryRun(objs)
+	})
+
 	It("ships a helm test that runs the health command against the Service", func() {
 		objs := mustRender(allFeatures)
 		dryRun(objs)
