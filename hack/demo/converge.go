@@ -29,7 +29,7 @@ type expectation struct {
 }
 
 var expectations = []expectation{
-	{"Endpoint", &v1.EndpointList{}, 5, []string{"synced"}},
+	{"Endpoint", &v1.EndpointList{}, 8, []string{"synced"}},
 	{"K8sApp", &v1.K8sAppList{}, 3, []string{"Synced"}},
 	{"Host", &v1.HostList{}, 2, []string{"Synced"}},
 	{"K8sVolume", &v1.K8sVolumeList{}, 1, []string{"Synced"}},
@@ -39,9 +39,31 @@ var expectations = []expectation{
 	{"S3Bucket", &v1.S3BucketList{}, 1, []string{"Ready"}},
 }
 
+// checked are the Endpoints the monitoring agent must have checked, with the
+// state their local target gives.
+var checked = map[string]string{"shop/status-ok": "up", "shop/status-down": "down", v1.DefaultOperatorNamespace + "/*": "up"}
+
 // pending lists what has not converged yet ("" when everything has).
 func pending(ctx context.Context, c client.Client) string {
 	var missing []string
+	eps := &v1.EndpointList{}
+	if err := c.List(ctx, eps); err == nil {
+		for key, want := range checked {
+			found := false
+			for _, ep := range eps.Items {
+				if key != ep.Namespace+"/"+ep.Name && key != ep.Namespace+"/*" {
+					continue
+				}
+				found = true
+				if m := ep.Status.Monitoring; m == nil || m.State != want {
+					missing = append(missing, fmt.Sprintf("Endpoint %s/%s: not checked as %s yet", ep.Namespace, ep.Name, want))
+				}
+			}
+			if !found {
+				missing = append(missing, "Endpoint "+key+": not there yet")
+			}
+		}
+	}
 	for _, e := range expectations {
 		if err := c.List(ctx, e.list); err != nil {
 			missing = append(missing, fmt.Sprintf("%s: %v", e.kind, err))
@@ -87,6 +109,46 @@ func waitConverged(ctx context.Context, c client.Client, within time.Duration) e
 	}
 }
 
+// waitChecked polls the API until the operator's agent has reported a check of
+// each local target (the results travel with the health report).
+func waitChecked(ctx context.Context, api *polycrate.Client, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	want := []string{"shop-127-0-0-1-", "shop-localhost-", "status-tcp"}
+	for {
+		seen := map[string]bool{}
+		agents, err := api.Agents().List(ctx, polycrate.Query())
+		if err == nil {
+			for _, ag := range agents {
+				if ag.Kind != "operator" {
+					continue
+				}
+				rows, err := api.Assignments(ctx, ag.ID)
+				if err != nil {
+					continue
+				}
+				for _, r := range rows {
+					for _, w := range want {
+						if strings.HasPrefix(r.EndpointName, w) && r.LastCheckAt != nil {
+							seen[w] = true
+						}
+					}
+				}
+			}
+		}
+		if len(seen) == len(want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API holds check results of %d of the %d local targets after %s", len(seen), len(want), within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // printAPI prints what the Polycrate API now holds, as the agent sees it.
 func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -96,12 +158,37 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 	if err != nil {
 		return err
 	}
+	lastChecks := map[string]polycrate.Assignment{}
+	if agents, err := api.Agents().List(ctx, polycrate.Query()); err == nil {
+		for _, ag := range agents {
+			if ag.Kind != "operator" {
+				continue
+			}
+			rows, err := api.Assignments(ctx, ag.ID)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				lastChecks[r.EndpointID] = r
+			}
+		}
+	}
 	for _, e := range eps {
 		d, err := api.Endpoints().Get(ctx, e.ID)
 		if err != nil {
 			return err
 		}
-		add("endpoints", d.RemoteAddress, fmt.Sprintf("port %d, %s", deref(d.RemotePort), appOf(d.K8sApp)))
+		check := "not checked yet"
+		if a, ok := lastChecks[d.ID]; ok && a.LastCheckAt != nil {
+			check = fmt.Sprintf("checked %d×, last %s", a.ChecksExecuted, map[bool]string{true: "ok", false: "FAILED"}[deref(a.LastCheckSuccess)])
+			if a.LastCheckStatusCode != nil {
+				check += fmt.Sprintf(" (%d)", *a.LastCheckStatusCode)
+			}
+			if a.LastCheckErrorName != "" {
+				check += ": " + a.LastCheckErrorName
+			}
+		}
+		add("endpoints", d.RemoteAddress, fmt.Sprintf("%s port %d, %s, state %s, %s", d.Kind, deref(d.RemotePort), appOf(d.K8sApp), orDash(string(d.State)), check))
 	}
 	apps, err := api.K8sApps().List(ctx, polycrate.Query())
 	if err != nil {

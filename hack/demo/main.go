@@ -13,6 +13,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -115,6 +118,7 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: v1.DefaultOperatorConfigName, Namespace: v1.DefaultOperatorNamespace}}
 	oc.Spec.APISync.APIURL = "http://" + apiAddr
 	oc.Spec.LocalCluster.ClusterName = "demo"
+	oc.Spec.APISync.HealthReportIntervalSeconds = 10 // check results reach the API with the health report
 	if err := ensure(ctx, c, oc); err != nil {
 		return err
 	}
@@ -142,6 +146,30 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 		return <-opDone
 	}
 
+	// A local status server: a target the monitoring agent can reach (/healthz
+	// answers 200, /down 503), and an endpoint defined in the API itself (tcp).
+	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer status.Close()
+	statusPort = status.Listener.Addr().(*net.TCPAddr).Port
+	apiClient, err := polycrate.New(polycrate.Options{BaseURL: "http://" + apiAddr, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	if err != nil {
+		_ = stopAll()
+		return err
+	}
+	fmt.Printf("» creating the API-defined tcp endpoint status-tcp (127.0.0.1:%d) in the API, as a person would\n", statusPort)
+	if _, err := apiClient.Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "status-tcp", Kind: "tcp", RemoteAddress: "127.0.0.1",
+		RemotePort: &statusPort, CreatedByComponent: "api",
+		Spec: &polycrate.EndpointSpec{TCP: &polycrate.TCPSpec{Timeout: 2, Interval: 5}}}); err != nil {
+		_ = stopAll()
+		return err
+	}
+
 	fmt.Println("» applying the demo workloads (the simulator plays kubelet, cert-manager and Velero)")
 	if err := applyWorkloads(ctx, c); err != nil {
 		_ = stopAll()
@@ -152,8 +180,8 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 		_ = stopAll()
 		return err
 	}
-	apiClient, err := polycrate.New(polycrate.Options{BaseURL: "http://" + apiAddr, Token: polycrate.StaticToken(emulator.DevAgentToken)})
-	if err != nil {
+	fmt.Println("» waiting until the API holds the check results of the local targets")
+	if err := waitChecked(ctx, apiClient, time.Minute); err != nil {
 		_ = stopAll()
 		return err
 	}

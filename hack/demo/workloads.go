@@ -40,6 +40,7 @@ func applyWorkloads(ctx context.Context, c client.Client) error {
 		{"Nodes worker-1, worker-2 and a PersistentVolume", nodesAndVolumes},
 		{"Velero Backup and Schedule, cert-manager Certificate", backupsAndCertificates},
 		{"S3Bucket shop-assets", s3Bucket},
+		{fmt.Sprintf("Endpoints status-ok and status-down checking the local status server on port %d (/healthz, /down)", statusPort), localTargets},
 	}
 	for _, s := range steps {
 		fmt.Println("  · " + s.what)
@@ -231,3 +232,22 @@ func s3Bucket(ctx context.Context, c client.Client) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// statusPort is the local status server's port (a real target for the checks:
+// the demo's Ingress hosts are example domains that do not resolve here).
+var statusPort int
+
+// localTargets are two Endpoint CRs the monitoring agent checks for real: one up,
+// one answering 503.
+func localTargets(ctx context.Context, c client.Client) error {
+	// Two host names of one server: an endpoint's API name is made of namespace and host.
+	for name, target := range map[string][2]string{"status-ok": {"127.0.0.1", "/healthz"}, "status-down": {"localhost", "/down"}} {
+		ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: v1.EndpointSpec{RemoteAddress: target[0], RemotePort: int32(statusPort), TLS: ptr(false), Path: target[1], //nolint:gosec // a port
+				Timeout: 2, Interval: 5, ExpectedStatusCodes: []int32{200}}}
+		if err := ensure(ctx, c, ep); err != nil {
+			return err
+		}
+	}
+	return nil
+}

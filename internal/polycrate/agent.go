@@ -186,6 +186,7 @@ type Assignment struct {
 	LastCheckAt         *time.Time `json:"last_check_at"`
 	LastCheckSuccess    *bool      `json:"last_check_success"`
 	LastCheckStatusCode *int       `json:"last_check_status_code"`
+	LastCheckErrorName  string     `json:"last_check_error_name"`
 	ChecksExecuted      int        `json:"checks_executed"`
 	ChecksSuccessful    int        `json:"checks_successful"`
 	ChecksFailed        int        `json:"checks_failed"`
