@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net"
 	"net/http/httptest"
 	"regexp"
 	"sort"
@@ -34,6 +35,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 	"github.com/polycrate/polycrate-operator/internal/testutil/helmchart"
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
@@ -57,6 +59,7 @@ var (
 
 var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
 	oc.Spec.APISync.HealthReportIntervalSeconds = 2
+	oc.Spec.EndpointMonitoring.Enabled = ptr.To(true)
 }}, func(e *testutil.OperatorEnv) { oe = e; readChart() })
 
 // readChart renders the chart with the alerts and the dashboard on, as a platform
@@ -330,6 +333,15 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 		}
 		Expect(k8s.Create(ctx, endpoint("ok.example.com"))).To(Succeed())
 		Eventually(phase("ok-example-com"), specs.Timeout, specs.Poll).Should(Equal("synced"))
+		// An endpoint the monitoring agent checks for real (a local server).
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+		DeferCleanup(target.Close)
+		local := endpoint("127.0.0.1")
+		local.Spec.RemotePort, local.Spec.TLS, local.Spec.Interval = int32(target.Listener.Addr().(*net.TCPAddr).Port), ptr.To(false), 1 //nolint:gosec // a port
+		Expect(k8s.Create(ctx, local)).To(Succeed())
+		Eventually(func() float64 {
+			return specs.MetricValue("probe_success", map[string]string{"endpoint": names.EndpointAPI(ns, "127.0.0.1")})
+		}, specs.Timeout, specs.Poll).Should(Equal(1.0))
 		Expect(oe.API.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/", Method: "POST", Status: 400})).To(Succeed())
 		DeferCleanup(func() { Expect(oe.API.SetFaults()).To(Succeed()) })
 		Expect(k8s.Create(ctx, endpoint("refused.example.com"))).To(Succeed())
