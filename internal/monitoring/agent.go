@@ -114,7 +114,15 @@ func (a *Agent) Nudge() {
 // Start runs the agent until ctx ends.
 func (a *Agent) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		// No longer the agent (stopped, or no longer the leader): no series of its endpoints.
+		a.mu.Lock()
+		for id := range a.assigned {
+			forget(id)
+		}
+		a.mu.Unlock()
+	}()
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = a.Scheduler.Start(ctx) }()
 	go func() { defer wg.Done(); a.status.run(ctx) }()
@@ -219,7 +227,11 @@ func (a *Agent) apply(ctx context.Context, list []polycrate.AgentEndpoint, snap 
 		ids[e.ID] = true
 	}
 	a.mu.Lock()
-	prev := a.assigned
+	for id := range a.assigned {
+		if _, ok := next[id]; !ok {
+			forget(id) // under a.mu: a check finishing now cannot bring the series back
+		}
+	}
 	a.assigned = next
 	for id := range a.unrunnable {
 		if !ids[id] {
@@ -227,11 +239,6 @@ func (a *Agent) apply(ctx context.Context, list []polycrate.AgentEndpoint, snap 
 		}
 	}
 	a.mu.Unlock()
-	for id, old := range prev {
-		if cur, ok := next[id]; !ok || cur.name != old.name || cur.organization != old.organization {
-			forget(old.name, old.organization)
-		}
-	}
 	a.Results.Retain(ids)
 	a.Scheduler.Set(targets)
 	assignedEndpoints.Set(float64(len(list)))
@@ -272,13 +279,13 @@ func (a *Agent) done(t probe.Target, out probe.Outcome) {
 		} else {
 			delete(a.unrunnable, t.ID)
 		}
+		observe(as, out)
 	}
 	a.mu.Unlock()
 	if !ok {
 		return // unassigned meanwhile
 	}
 	a.Results.Add(out.Result)
-	observe(as, out)
 	a.status.record(t, out)
 }
 

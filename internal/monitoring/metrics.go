@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,23 +13,24 @@ import (
 // The check metrics, named as the seed names them (probe_success,
 // probe_duration_seconds, probe_http_status_code) and, where they mean the same,
 // as blackbox_exporter does; labels endpoint (the API's name) and organization.
-// The series of an endpoint disappear when it is no longer assigned.
+// They are made at scrape time from one compact record per endpoint (a GaugeVec
+// child per series would cost ~3 KiB per endpoint; docs/monitoring.md,
+// "Performance"), and an endpoint's series disappear with its record when it is
+// no longer assigned.
 var (
 	endpointLabels = []string{"endpoint", "organization"}
-	probeSuccess   = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_success",
-		Help: "Whether the last check of the endpoint succeeded (1) or failed (0)."}, endpointLabels)
-	probeDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_duration_seconds",
-		Help: "How long the last check of the endpoint took."}, endpointLabels)
-	probeStatusCode = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_http_status_code",
-		Help: "The HTTP status code of the last check (0: no answer)."}, endpointLabels)
-	probeSSLExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_ssl_earliest_cert_expiry",
-		Help: "The earliest not-after of the certificate chain the endpoint presented, in Unix seconds."}, endpointLabels)
-	probeHTTPPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_http_duration_seconds",
-		Help: "The phases of the last HTTP check: resolve, connect, tls, processing, transfer."}, append(endpointLabels, "phase"))
-	probeDNSLookup = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_dns_lookup_time_seconds",
-		Help: "The query time of the last DNS check."}, endpointLabels)
-	probeICMPRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probe_icmp_duration_seconds",
-		Help: "The average round trip of the last ICMP check (phase rtt)."}, append(endpointLabels, "phase"))
+	phaseLabels    = []string{"endpoint", "organization", "phase"}
+	descSuccess    = prometheus.NewDesc("probe_success", "Whether the last check of the endpoint succeeded (1) or failed (0).", endpointLabels, nil)
+	descDuration   = prometheus.NewDesc("probe_duration_seconds", "How long the last check of the endpoint took.", endpointLabels, nil)
+	descStatusCode = prometheus.NewDesc("probe_http_status_code", "The HTTP status code of the last check (0: no answer).", endpointLabels, nil)
+	descSSLExpiry  = prometheus.NewDesc("probe_ssl_earliest_cert_expiry",
+		"The earliest not-after of the certificate chain the endpoint presented, in Unix seconds.", endpointLabels, nil)
+	descHTTPPhase = prometheus.NewDesc("probe_http_duration_seconds",
+		"The phases of the last HTTP check: resolve, connect, tls, processing, transfer.", phaseLabels, nil)
+	descDNSLookup = prometheus.NewDesc("probe_dns_lookup_time_seconds", "The query time of the last DNS check.", endpointLabels, nil)
+	descICMPRTT   = prometheus.NewDesc("probe_icmp_duration_seconds", "The average round trip of the last ICMP check (phase rtt).", phaseLabels, nil)
+
+	probes = &probeCollector{records: map[string]*probeRecord{}}
 
 	checksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "polycrate_monitoring_checks_total",
 		Help: "Checks run, by kind, result (success, failure) and error name."}, []string{"kind", "result", "error"})
@@ -44,50 +46,101 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(probeSuccess, probeDuration, probeStatusCode, probeSSLExpiry, probeHTTPPhase, probeDNSLookup,
-		probeICMPRTT, checksTotal, assignedEndpoints, assignmentFetches, lateness, statusWrites)
+	ctrlmetrics.Registry.MustRegister(probes, checksTotal, assignedEndpoints, assignmentFetches, lateness, statusWrites)
+}
+
+// httpPhases are blackbox_exporter's phases, in the order of probeRecord.phases.
+var httpPhases = [...]string{"resolve", "connect", "tls", "processing", "transfer"}
+
+// probeRecord is what the metrics of one endpoint show: its last check.
+type probeRecord struct {
+	name, organization string
+	kind               string
+	success            bool
+	duration           float64
+	statusCode         float64
+	sslExpiry          float64 // 0: no certificate
+	phases             [len(httpPhases)]float64
+	dnsLookup          float64
+	icmpRTT            float64
+	hasDNS, hasICMP    bool
+}
+
+// probeCollector makes the probe_* series from the records at scrape time.
+type probeCollector struct {
+	mu      sync.RWMutex
+	records map[string]*probeRecord // by endpoint id
+}
+
+func (p *probeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSuccess, descDuration, descStatusCode, descSSLExpiry, descHTTPPhase, descDNSLookup, descICMPRTT} {
+		ch <- d
+	}
+}
+
+func (p *probeCollector) Collect(ch chan<- prometheus.Metric) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, r := range p.records {
+		gauge(descSuccess, map[bool]float64{true: 1, false: 0}[r.success], r.name, r.organization)
+		gauge(descDuration, r.duration, r.name, r.organization)
+		switch r.kind {
+		case "dns":
+			if r.hasDNS {
+				gauge(descDNSLookup, r.dnsLookup, r.name, r.organization)
+			}
+		case "icmp":
+			if r.hasICMP {
+				gauge(descICMPRTT, r.icmpRTT, r.name, r.organization, "rtt")
+			}
+		case "tcp":
+		default:
+			gauge(descStatusCode, r.statusCode, r.name, r.organization)
+			for i, phase := range httpPhases {
+				gauge(descHTTPPhase, r.phases[i], r.name, r.organization, phase)
+			}
+		}
+		if r.sslExpiry > 0 {
+			gauge(descSSLExpiry, r.sslExpiry, r.name, r.organization)
+		}
+	}
 }
 
 // observe exports one check's outcome.
 func observe(t assignment, out probe.Outcome) {
-	l := prometheus.Labels{"endpoint": t.name, "organization": t.organization}
 	result, errName := "success", ""
 	if out.Failure != nil {
 		result, errName = "failure", out.Failure.Name
 	}
 	checksTotal.WithLabelValues(t.target.Kind, result, errName).Inc()
-	probeSuccess.With(l).Set(map[bool]float64{true: 1, false: 0}[out.Failure == nil])
-	probeDuration.With(l).Set(out.Duration.Seconds())
-	switch t.target.Kind {
-	case "dns":
-		if ms := out.Result.DNSQueryTimeMS; ms != nil {
-			probeDNSLookup.With(l).Set((time.Duration(*ms) * time.Millisecond).Seconds())
-		}
-	case "icmp":
-		if ms := out.Result.ICMPRTTMS; ms != nil {
-			probeICMPRTT.With(prometheus.Labels{"endpoint": t.name, "organization": t.organization, "phase": "rtt"}).Set(*ms / 1000)
-		}
-	case "tcp":
-	default:
-		code := 0
-		if out.Result.StatusCode != nil {
-			code = *out.Result.StatusCode
-		}
-		probeStatusCode.With(l).Set(float64(code))
-		for _, phase := range []string{"resolve", "connect", "tls", "processing", "transfer"} {
-			probeHTTPPhase.With(prometheus.Labels{"endpoint": t.name, "organization": t.organization, "phase": phase}).
-				Set(out.Phases[phase].Seconds())
-		}
+	r := &probeRecord{name: t.name, organization: t.organization, kind: t.target.Kind, success: out.Failure == nil,
+		duration: out.Duration.Seconds()}
+	if ms := out.Result.DNSQueryTimeMS; ms != nil {
+		r.dnsLookup, r.hasDNS = (time.Duration(*ms) * time.Millisecond).Seconds(), true
+	}
+	if ms := out.Result.ICMPRTTMS; ms != nil {
+		r.icmpRTT, r.hasICMP = *ms/1000, true
+	}
+	if c := out.Result.StatusCode; c != nil {
+		r.statusCode = float64(*c)
+	}
+	for i, phase := range httpPhases {
+		r.phases[i] = out.Phases[phase].Seconds()
 	}
 	if !out.CertNotAfter.IsZero() {
-		probeSSLExpiry.With(l).Set(float64(out.CertNotAfter.Unix()))
+		r.sslExpiry = float64(out.CertNotAfter.Unix())
 	}
+	probes.mu.Lock()
+	probes.records[t.target.ID] = r
+	probes.mu.Unlock()
 }
 
 // forget removes every series of an endpoint.
-func forget(name, organization string) {
-	l := prometheus.Labels{"endpoint": name, "organization": organization}
-	for _, v := range []*prometheus.GaugeVec{probeSuccess, probeDuration, probeStatusCode, probeSSLExpiry, probeHTTPPhase, probeDNSLookup, probeICMPRTT} {
-		v.DeletePartialMatch(l)
-	}
+func forget(id string) {
+	probes.mu.Lock()
+	delete(probes.records, id)
+	probes.mu.Unlock()
 }

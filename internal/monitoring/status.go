@@ -116,18 +116,24 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// crs are the Endpoint CRs that carry the API id (from the cache).
-func (w *statusWriter) crs(ctx context.Context, id string) []v1.Endpoint {
+// crs are the Endpoint CRs that carry the API id (from the cache, by its index:
+// no scan). Read-only callers take the cache's objects without a copy.
+func (w *statusWriter) crs(ctx context.Context, id string, readOnly bool) []v1.Endpoint {
 	list := &v1.EndpointList{}
-	if err := w.Client.List(ctx, list, client.MatchingFields{apisync.IndexAPIID: id}); err != nil {
+	opts := []client.ListOption{client.MatchingFields{apisync.IndexAPIID: id}}
+	if readOnly {
+		opts = append(opts, client.UnsafeDisableDeepCopy)
+	}
+	if err := w.Client.List(ctx, list, opts...); err != nil {
 		return nil
 	}
 	return list.Items
 }
 
-// needed says whether any CR of the endpoint differs from d.
+// needed says whether any CR of the endpoint differs from d (after every check:
+// an index lookup in the cache and a comparison, no copy, no write).
 func (w *statusWriter) needed(ctx context.Context, id string, d *desired) bool {
-	crs := w.crs(ctx, id)
+	crs := w.crs(ctx, id, true)
 	for i := range crs {
 		if _, ok := differs(&crs[i], d); ok {
 			return true
@@ -211,7 +217,7 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 	if d == nil {
 		return
 	}
-	for _, ep := range w.crs(ctx, id) {
+	for _, ep := range w.crs(ctx, id, false) {
 		cause, ok := differs(&ep, d)
 		if !ok {
 			continue
