@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -323,6 +324,88 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		}
 		op.Monitor.Nudge()
 		Eventually(mirrorOf(ids["http"]), timeout, poll).Should(BeNil())
+	})
+
+	It("reports each bad target with its own error, within its timeout, without holding up the others", func() {
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		closedPort := port(closed.Addr())
+		Expect(closed.Close()).To(Succeed())
+		hole, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(hole.Close)
+		tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+		DeferCleanup(tlsSrv.Close)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+		loop := httptest.NewServer(mux)
+		DeferCleanup(loop.Close)
+		cases := map[string]struct {
+			req  polycrate.EndpointRequest
+			want string
+		}{
+			"refused": {polycrate.EndpointRequest{Kind: "tcp", RemoteAddress: "127.0.0.1", RemotePort: ptr.To(closedPort),
+				Spec: &polycrate.EndpointSpec{TCP: &polycrate.TCPSpec{Timeout: 2, Interval: 1}}}, "connection_refused"},
+			"silent": {polycrate.EndpointRequest{Kind: "http", RemoteAddress: "127.0.0.1", RemotePort: ptr.To(port(hole.Addr())),
+				Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 1, Interval: 1}}}, "timeout"},
+			"untrusted": {polycrate.EndpointRequest{Kind: "http", RemoteAddress: "127.0.0.1", RemotePort: ptr.To(port(tlsSrv.Listener.Addr())),
+				Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{TLS: true, Timeout: 2, Interval: 1}}}, "tls_unknown_authority"},
+			"looping": {polycrate.EndpointRequest{Kind: "http", RemoteAddress: "127.0.0.1", RemotePort: ptr.To(port(loop.Listener.Addr())),
+				Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Path: "/loop", Timeout: 2, Interval: 1}}}, "too_many_redirects"},
+			"healthy": {polycrate.EndpointRequest{Kind: "http", RemoteAddress: "127.0.0.1", RemotePort: ptr.To(webPort),
+				Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 2, Interval: 1}}}, ""},
+		}
+		ids := map[string]string{}
+		for name, c := range cases {
+			c.req.Name, c.req.CreatedByComponent = "bad-"+name, "api"
+			e, err := oe.Client().Endpoints().Create(ctx, c.req)
+			Expect(err).NotTo(HaveOccurred())
+			ids[name] = e.ID
+		}
+		op.Monitor.Nudge()
+		for name, c := range cases {
+			Eventually(assignment(ids[name]), timeout, poll).Should(And(HaveField("LastCheckErrorName", c.want),
+				HaveField("LastCheckSuccess", HaveValue(Equal(c.want == "")))), name)
+		}
+		// The silent target's checks time out after 1 s each; the healthy one is
+		// checked every second all the same.
+		first, err := assignment(ids["healthy"])()
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(assignment(ids["healthy"]), 10*time.Second, poll).Should(HaveField("ChecksExecuted", BeNumerically(">=", first.ChecksExecuted+4)))
+		for _, id := range ids {
+			Expect(oe.Client().Endpoints().Delete(ctx, id)).To(Succeed())
+		}
+		op.Monitor.Nudge()
+	})
+
+	It("follows a change of an API-defined endpoint into its CR and its checks", func() {
+		e, err := oe.Client().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "api-changing", Kind: "http", RemoteAddress: "127.0.0.1",
+			RemotePort: ptr.To(webPort), Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Path: "/health", Timeout: 2, Interval: 1}},
+			CreatedByComponent: "api"})
+		Expect(err).NotTo(HaveOccurred())
+		op.Monitor.Nudge()
+		mirror := func() (*v1.Endpoint, error) {
+			list := &v1.EndpointList{}
+			if err := k8s.List(ctx, list, client.InNamespace(testutil.OperatorNamespace), client.MatchingLabels{v1.LabelAPIDefined: "true"}); err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				if list.Items[i].Annotations[v1.AnnotationAPIEndpointID] == e.ID {
+					return &list.Items[i], nil
+				}
+			}
+			return nil, fmt.Errorf("no mirror yet")
+		}
+		Eventually(mirror, timeout, poll).Should(And(HaveField("Spec.Path", "/health"), HaveField("Status.Monitoring", state("up"))))
+		_, err = oe.Client().Endpoints().Patch(ctx, e.ID, map[string]any{"spec": map[string]any{"http": map[string]any{"path": "/fail", "timeout": 2, "interval": 1}}})
+		Expect(err).NotTo(HaveOccurred())
+		op.Monitor.Nudge()
+		Eventually(mirror, timeout, poll).Should(And(HaveField("Spec.Path", "/fail"),
+			HaveField("Status.Monitoring", And(state("down"), HaveField("StatusCode", int32(503))))))
+		Expect(oe.Client().Endpoints().Delete(ctx, e.ID)).To(Succeed())
+		op.Monitor.Nudge()
+		Eventually(func() error { _, err := mirror(); return err }, timeout, poll).Should(HaveOccurred())
 	})
 
 	It("says in the health report when assigned checks cannot run", func() {
