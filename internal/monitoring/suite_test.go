@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	dto "github.com/prometheus/client_model/go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
