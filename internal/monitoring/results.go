@@ -22,14 +22,14 @@ type Results struct {
 	// Max overrides MaxResultsPerReport (tests).
 	Max int
 
-	mu                             sync.Mutex
-	pending                        map[string]pending
-	seq                            uint64
-	reported                       map[string]bool // the success last sent per endpoint
-	total, successful, failed      int
-	sinceReport                    int
-	lastReport                     time.Time
-	monitored, queued              func() int
+	mu                        sync.Mutex
+	pending                   map[string]pending
+	seq                       uint64
+	reported                  map[string]bool // the success last sent per endpoint
+	total, successful, failed int
+	sinceReport               int
+	lastReport                time.Time
+	monitored, queued         func() int
 }
 
 type pending struct {
