@@ -96,6 +96,10 @@ func (a *Agent) SetupWithManager(mgr manager.Manager) error {
 	}); err != nil {
 		return err
 	}
+	// A changed endpoint_monitoring section applies within a second.
+	if err := controller.OnConfigChange(mgr, a.Config, func(context.Context) { a.Nudge() }); err != nil {
+		return err
+	}
 	return mgr.Add(a)
 }
 
@@ -174,6 +178,9 @@ func config(snap *liveconfig.Snapshot) (enabled bool, refresh time.Duration, con
 // is away; their results wait for the next report).
 func (a *Agent) refresh(ctx context.Context) time.Duration {
 	snap := a.Config.Get()
+	if snap == nil {
+		return notRegisteredWait // the OperatorConfig is not read yet: change nothing
+	}
 	enabled, interval, concurrent, icmp := config(snap)
 	a.Scheduler.setConcurrency(concurrent)
 	a.Prober.ICMP = icmp
@@ -238,11 +245,16 @@ func (a *Agent) apply(ctx context.Context, list []polycrate.AgentEndpoint, snap 
 			delete(a.unrunnable, id)
 		}
 	}
+	for id := range a.origin {
+		if !ids[id] {
+			delete(a.origin, id)
+		}
+	}
 	a.mu.Unlock()
 	a.Results.Retain(ids)
 	a.Scheduler.Set(targets)
 	assignedEndpoints.Set(float64(len(list)))
-	a.status.retain(ids)
+	a.status.retain(ctx, ids)
 	if snap != nil {
 		if err := a.mirror(ctx, list); err != nil {
 			a.Log.Info("cannot mirror the API-defined endpoints as Endpoint CRs; next fetch retries", "error", err.Error())

@@ -71,14 +71,26 @@ func (w *statusWriter) record(t probe.Target, out probe.Outcome) {
 	}
 }
 
-// retain clears the check state of CRs whose endpoint is no longer assigned.
-func (w *statusWriter) retain(assigned map[string]bool) {
+// retain clears the check state of CRs whose endpoint is no longer assigned:
+// those this process checked, and any other CR that still shows a check state
+// (written before a restart, or by a former leader).
+func (w *statusWriter) retain(ctx context.Context, assigned map[string]bool) {
 	w.mu.Lock()
 	var gone []string
 	for id, d := range w.desired {
 		if !assigned[id] && !d.clear {
 			w.desired[id] = &desired{clear: true}
 			gone = append(gone, id)
+		}
+	}
+	list := &v1.EndpointList{}
+	if err := w.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err == nil {
+		for i := range list.Items {
+			id := list.Items[i].Status.APIID
+			if list.Items[i].Status.Monitoring != nil && id != "" && !assigned[id] && w.desired[id] == nil {
+				w.desired[id] = &desired{clear: true}
+				gone = append(gone, id)
+			}
 		}
 	}
 	w.mu.Unlock()

@@ -408,6 +408,23 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Eventually(func() error { _, err := mirror(); return err }, timeout, poll).Should(HaveOccurred())
 	})
 
+	It("stops checking when monitoring is switched off, and clears what it showed", func() {
+		ns := specs.Namespace(k8s, "mon")
+		ep := webEndpoint(ns, "/health")
+		Expect(k8s.Create(ctx, ep)).To(Succeed())
+		synced(ep)
+		labels := map[string]string{"endpoint": names.EndpointAPI(ns, "127.0.0.1")}
+		Eventually(monitored(ep), timeout, poll).Should(state("up"))
+		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.EndpointMonitoring.Enabled = ptr.To(false) })
+		Eventually(monitored(ep), timeout, poll).Should(BeNil())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep)).To(Succeed())
+		Expect(meta.FindStatusCondition(ep.Status.Conditions, v1.ConditionAvailable)).To(BeNil())
+		Expect(hasSeries("probe_success", labels)).To(BeFalse())
+		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.EndpointMonitoring.Enabled = ptr.To(true) })
+		Eventually(monitored(ep), timeout, poll).Should(state("up"))
+		Expect(k8s.Delete(ctx, ep)).To(Succeed())
+	})
+
 	It("says in the health report when assigned checks cannot run", func() {
 		ok, err := oe.Client().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "fine", Kind: "tcp", RemoteAddress: "127.0.0.1",
 			RemotePort: ptr.To(tcpPort), Spec: &polycrate.EndpointSpec{TCP: &polycrate.TCPSpec{Timeout: 2, Interval: 1}}, CreatedByComponent: "api"})
