@@ -486,6 +486,35 @@ func TestDNS(t *testing.T) {
 	}
 	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", RecordType: "BOGUS"})), "invalid_spec")
 	expect(t, p.Run(context.Background(), dnsT(polycrate.DNSSpec{RecordName: "svc.example", Protocol: "quic"})), "invalid_spec")
+	// DNS over TLS: the server's certificate is verified like any other.
+	cert, pool := certificate(t, "dns.test", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	tl, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dot := &dns.Server{Listener: tl, Net: "tcp-tls", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+			A: net.ParseIP("10.0.0.53")})
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = dot.ActivateAndServe() }()
+	defer func() { _ = dot.Shutdown() }()
+	_, dotPort := splitPort(t, tl.Addr().String())
+	dotT := func(ignore bool) Target {
+		tg := dnsT(polycrate.DNSSpec{RecordName: "svc.example", TLSEnabled: true, TLSIgnoreErrors: ignore, ExpectedResults: []string{"10.0.0.53"}})
+		tg.Port = dotPort
+		return tg
+	}
+	out = (&Prober{RootCAs: pool}).Run(context.Background(), dotT(false))
+	expect(t, out, "")
+	if *out.Result.DNSProtocol != "tcp-tls" || !*out.Result.DNSMatched {
+		t.Fatalf("%+v", out.Result)
+	}
+	expect(t, p.Run(context.Background(), dotT(false)), "tls_unknown_authority")
+	expect(t, p.Run(context.Background(), dotT(true)), "")
+
 	// A server that does not answer.
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
