@@ -15,12 +15,10 @@ import (
 	"github.com/miekg/dns"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
@@ -263,7 +261,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		// Deleted: unassigned, its series are gone.
 		Expect(k8s.Delete(ctx, ep)).To(Succeed())
 		Eventually(func() float64 { return specs.MetricValue("probe_http_status_code", labels) }, timeout, poll).Should(BeZero())
-		Eventually(func() bool { return hasSeries("probe_success", labels) }, timeout, poll).Should(BeFalse())
+		Eventually(func() bool { return specs.HasSeries("probe_success", labels) }, timeout, poll).Should(BeFalse())
 	})
 
 	It("mirrors endpoints defined in the API as Endpoint CRs, checks every kind, and removes the CR when the API unassigns or deletes them", func() {
@@ -314,7 +312,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 			Expect(ep.Finalizers).To(BeEmpty(), "the sync leaves an API-defined CR alone")
 		}
 		Expect(specs.MetricValue("probe_dns_lookup_time_seconds", map[string]string{"endpoint": "api-dns"})).To(BeNumerically(">=", 0))
-		Expect(hasSeries("probe_icmp_duration_seconds", map[string]string{"endpoint": "api-icmp", "phase": "rtt"})).To(BeTrue())
+		Expect(specs.HasSeries("probe_icmp_duration_seconds", map[string]string{"endpoint": "api-icmp", "phase": "rtt"})).To(BeTrue())
 
 		// The API stops assigning one (do_not_monitor) and deletes another: their CRs go.
 		_, err := oe.Client().Endpoints().Patch(ctx, ids["tcp"], map[string]any{"do_not_monitor": true})
@@ -323,7 +321,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		op.Monitor.Nudge()
 		Eventually(mirrorOf(ids["tcp"]), timeout, poll).Should(BeNil())
 		Eventually(mirrorOf(ids["dns"]), timeout, poll).Should(BeNil())
-		Eventually(func() bool { return hasSeries("probe_success", map[string]string{"endpoint": "api-tcp"}) }, timeout, poll).Should(BeFalse())
+		Eventually(func() bool { return specs.HasSeries("probe_success", map[string]string{"endpoint": "api-tcp"}) }, timeout, poll).Should(BeFalse())
 		Expect(mirrorOf(ids["icmp"])()).NotTo(BeNil())
 		for _, id := range []string{ids["icmp"], ids["http"]} {
 			Expect(oe.Client().Endpoints().Delete(ctx, id)).To(Succeed())
@@ -444,7 +442,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Eventually(monitored(ep), timeout, poll).Should(BeNil())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep)).To(Succeed())
 		Expect(meta.FindStatusCondition(ep.Status.Conditions, v1.ConditionAvailable)).To(BeNil())
-		Expect(hasSeries("probe_success", labels)).To(BeFalse())
+		Expect(specs.HasSeries("probe_success", labels)).To(BeFalse())
 		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.EndpointMonitoring.Enabled = ptr.To(true) })
 		Eventually(monitored(ep), timeout, poll).Should(state("up"))
 		Expect(k8s.Delete(ctx, ep)).To(Succeed())
@@ -471,30 +469,3 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Eventually(func() any { return api.AgentHealth("operator")[0]["status"] }, timeout, poll).Should(Equal("healthy"))
 	})
 })
-
-// hasSeries says whether the registry holds a series with these labels.
-func hasSeries(name string, want map[string]string) bool {
-	families, err := ctrlmetricsGather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if got[k] != v {
-					continue series
-				}
-			}
-			return true
-		}
-	}
-	return false
-}
-
-func ctrlmetricsGather() ([]*dto.MetricFamily, error) { return ctrlmetrics.Registry.Gather() }

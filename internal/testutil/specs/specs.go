@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // test helpers
 	. "github.com/onsi/gomega"    //nolint:revive // test helpers
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,9 +119,26 @@ func OperatorSuite(o testutil.OperatorEnvOptions, ready func(*testutil.OperatorE
 // labels include want.
 func MetricValue(name string, want map[string]string) float64 {
 	GinkgoHelper()
+	sum := 0.0
+	for _, m := range series(name, want) {
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return sum
+}
+
+// HasSeries says whether the operator's registry holds a series of the metric
+// whose labels include want.
+func HasSeries(name string, want map[string]string) bool {
+	GinkgoHelper()
+	return len(series(name, want)) > 0
+}
+
+// series are the samples of a metric whose labels include want.
+func series(name string, want map[string]string) []*dto.Metric {
+	GinkgoHelper()
 	families, err := ctrlmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -136,8 +154,8 @@ func MetricValue(name string, want map[string]string) float64 {
 					continue samples
 				}
 			}
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			out = append(out, m)
 		}
 	}
-	return sum
+	return out
 }
