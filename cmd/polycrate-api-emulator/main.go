@@ -18,6 +18,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	dnsAddr := flag.String("dns-addr", "127.0.0.1:8053", "serve DNS for the zones (udp and tcp) on this address; empty: off")
 	seedFile := flag.String("seed", "", "tenancy seed (YAML); default: built-in seed (acme-corp/production, PoP fra1)")
 	data := flag.String("data", "", "SQLite data file; default: in memory")
 	noControls := flag.Bool("no-controls", false, "turn off the /_emulator/ test controls")
@@ -55,6 +56,14 @@ func main() {
 	if *seedFile == "" {
 		log.Info("default seed: organization acme-corp, workspace production (PoP fra1)",
 			"agentToken", emulator.DevAgentToken, "systemToken", emulator.DevSystemToken)
+	}
+	if *dnsAddr != "" {
+		served, err := srv.ListenDNS(ctx, *dnsAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "polycrate-api-emulator: DNS:", err)
+			os.Exit(1)
+		}
+		log.Info("serving DNS for the zones", "addr", served)
 	}
 	if err := srv.ListenAndServe(ctx, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "polycrate-api-emulator:", err)

@@ -172,16 +172,10 @@ func (s *Server) rotateBucketCredentials(id string) bool {
 	return found
 }
 
-// resolveZone serves GET /api/v1/domains/dnszones/resolve/?fqdn=: the longest
-// matching internal zone of the caller's organization, else the longest external
-// zone with primary_zone=true.
-func (s *Server) resolveZone(w http.ResponseWriter, r *http.Request, p principal) {
-	fqdn := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.URL.Query().Get("fqdn"))), ".")
-	if fqdn == "" {
-		writeValidation(w, []FieldError{{"fqdn", "required", "This field is required."}})
-		return
-	}
-	res := byName["domains/dnszones"]
+// zoneFor is the zone a name belongs to, among those visible: the longest
+// matching internal zone, else the longest external zone with primary_zone=true.
+func (s *Server) zoneFor(fqdn string, visible func(*Object) bool) *Object {
+	fqdn = strings.TrimSuffix(strings.ToLower(fqdn), ".")
 	var best *Object
 	rank := func(z *Object) (int, int) { // (kind preference, name length)
 		k := 0
@@ -190,8 +184,8 @@ func (s *Server) resolveZone(w http.ResponseWriter, r *http.Request, p principal
 		}
 		return k, len(z.Data["name"].(string))
 	}
-	for _, z := range s.store.List(res.Name) {
-		if z.DeletedAt != nil || !p.sees(res, z) {
+	for _, z := range s.store.List("domains/dnszones") {
+		if z.DeletedAt != nil || !visible(z) {
 			continue
 		}
 		name := strings.ToLower(scalarString(z.Data["name"]))
@@ -211,6 +205,20 @@ func (s *Server) resolveZone(w http.ResponseWriter, r *http.Request, p principal
 			best = z
 		}
 	}
+	return best
+}
+
+// resolveZone serves GET /api/v1/domains/dnszones/resolve/?fqdn=: the longest
+// matching internal zone of the caller's organization, else the longest external
+// zone with primary_zone=true.
+func (s *Server) resolveZone(w http.ResponseWriter, r *http.Request, p principal) {
+	fqdn := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.URL.Query().Get("fqdn"))), ".")
+	if fqdn == "" {
+		writeValidation(w, []FieldError{{"fqdn", "required", "This field is required."}})
+		return
+	}
+	res := byName["domains/dnszones"]
+	best := s.zoneFor(fqdn, func(z *Object) bool { return p.sees(res, z) })
 	if best == nil {
 		notFound(w)
 		return
