@@ -27,6 +27,12 @@ ENVTEST_LDFLAGS := -X k8s.io/component-base/version.gitVersion=v$(ENVTEST_K8S_VE
 # A user-provided KUBEBUILDER_ASSETS wins over the built one.
 KUBEBUILDER_ASSETS ?= $(ENVTEST_ASSETS_DIR)
 export KUBEBUILDER_ASSETS
+# cert-manager's DNS01 conformance fixture (internal/dns01) looks its binaries up
+# at package init; it never runs kubectl (it applies no fixture manifests), but
+# wants the variable set.
+export TEST_ASSET_ETCD ?= $(KUBEBUILDER_ASSETS)/etcd
+export TEST_ASSET_KUBE_APISERVER ?= $(KUBEBUILDER_ASSETS)/kube-apiserver
+export TEST_ASSET_KUBECTL ?= $(KUBEBUILDER_ASSETS)/kubectl
 
 GO_TEST_FLAGS ?= -timeout 25m
 
