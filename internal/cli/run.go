@@ -102,7 +102,8 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			}
 			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
 				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
-				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) }}); err != nil {
+				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
+				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig})}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,

@@ -14,7 +14,7 @@ import (
 
 // startAPI runs the emulator with its DNS server and returns an agent client and
 // the DNS server's address.
-func startAPI(t *testing.T) (*polycrate.Client, string, *emulator.Server) {
+func startAPI(t *testing.T) (*polycrate.Client, string, *emulator.Server, string) {
 	t.Helper()
 	api, err := emulator.New(emulator.Config{})
 	if err != nil {
@@ -31,7 +31,7 @@ func startAPI(t *testing.T) (*polycrate.Client, string, *emulator.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, dnsAddr, api
+	return c, dnsAddr, api, ts.URL
 }
 
 // TestConformance runs cert-manager's own DNS01 conformance suite (test/acme:
@@ -40,7 +40,7 @@ func startAPI(t *testing.T) (*polycrate.Client, string, *emulator.Server) {
 // the emulator's DNS server as the resolver. The fixture starts its own control
 // planes from KUBEBUILDER_ASSETS.
 func TestConformance(t *testing.T) {
-	c, dnsAddr, _ := startAPI(t)
+	c, dnsAddr, _, _ := startAPI(t)
 	solver := &Solver{SolverName: "polycrate", Client: func() *polycrate.Client { return c }}
 	fixture := acmetest.NewFixture(solver,
 		acmetest.SetResolvedZone("example.com."),

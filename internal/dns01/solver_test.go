@@ -29,7 +29,7 @@ func txtValues(t *testing.T, c *polycrate.Client, name string) []string {
 }
 
 func TestPresentAndCleanUp(t *testing.T) {
-	c, _, _ := startAPI(t)
+	c, _, _, _ := startAPI(t)
 	s := &Solver{SolverName: "polycrate", Client: func() *polycrate.Client { return c }}
 
 	// Idempotent: twice presented, one record.
@@ -82,7 +82,7 @@ func TestPresentAndCleanUp(t *testing.T) {
 }
 
 func TestSolverErrorsSayWhatFailed(t *testing.T) {
-	c, _, api := startAPI(t)
+	c, _, api, _ := startAPI(t)
 	s := &Solver{SolverName: "polycrate", Client: func() *polycrate.Client { return c }}
 	// A name in no zone the token sees.
 	err := s.Present(challenge("_acme-challenge.www.unknown.org.", "k"))

@@ -5,6 +5,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
@@ -56,4 +57,24 @@ func RESTConfig(o ConfigOptions) (*rest.Config, error) {
 		cfg.UserAgent = o.UserAgent
 	}
 	return cfg, nil
+}
+
+// KubeconfigFile is the kubeconfig file RESTConfig reads for these options: the
+// explicit path, else the first existing file of $KUBECONFIG or
+// ~/.kube/config; "" means in-cluster (for servers that take a path, such as the
+// DNS01 webhook's delegated authentication).
+func KubeconfigFile(o ConfigOptions) string {
+	if o.Kubeconfig != "" {
+		return o.Kubeconfig
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
+		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
+	for _, p := range rules.Precedence {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }

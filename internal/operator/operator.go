@@ -35,6 +35,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
+	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/monitoring"
@@ -56,6 +57,12 @@ type Options struct {
 	RepairInterval time.Duration
 	// S3Resync is how often a Ready S3Bucket compares its Secret with the API's credentials (default 5 minutes).
 	S3Resync time.Duration
+	// Kubeconfig is the file the DNS01 webhook delegates authentication and
+	// authorization through ("": in-cluster).
+	Kubeconfig string
+	// DNS01CertDir holds the DNS01 webhook's serving certificate (tls.crt, tls.key;
+	// default /tls, where the chart mounts it).
+	DNS01CertDir string
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -84,6 +91,8 @@ type Operator struct {
 	Secrets *slimcache.Store[slimcache.Meta]
 	// Monitor is the monitoring agent: it checks the endpoints the API assigns.
 	Monitor *monitoring.Agent
+	// DNS01 serves the cert-manager DNS01 webhook while dns01_webhook.enabled.
+	DNS01 *dns01.Server
 }
 
 // Setup adds everything to the manager.
@@ -186,6 +195,14 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
+	certDir := o.DNS01CertDir
+	if certDir == "" {
+		certDir = "/tls"
+	}
+	op.DNS01 = &dns01.Server{Config: op.Config, Conn: op.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir}
+	if err := mgr.Add(op.DNS01); err != nil {
+		return nil, err
+	}
 	op.Reporter.Checks = op.Monitor
 	controllers := []struct {
 		name string

@@ -205,7 +205,7 @@ var _ = Describe("the Helm chart", func() {
 		np := find(objs, "NetworkPolicy", "polycrate-operator")
 		b, _ := yaml.Marshal(np.Object["spec"])
 		Expect(string(b)).To(ContainSubstring("port: 8888"))
-		Expect(string(b)).To(ContainSubstring("port: 8443"))
+		Expect(string(b)).To(ContainSubstring("port: 10250"))
 		job := find(objs, "Job", "polycrate-operator-cleanup")
 		c, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "containers")
 		Expect(c[0].(map[string]any)["args"]).To(ContainElements("cleanup", "--retire-api", "--scale-down=polycrate-operator"))
@@ -279,6 +279,40 @@ var _ = Describe("the Helm chart", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(b)).To(ContainSubstring(`polycrate_operator_info{cluster="eu-1"}`))
 		Expect(string(b)).NotTo(ContainSubstring("job="))
+		dryRun(objs)
+	})
+
+	It("renders the DNS webhooks' Services, APIService and ports only for enabled servers, on the OperatorConfig's ports", func() {
+		// Defaults: the external-dns provider is on (the seed), at the seed's URL
+		// http://polycrate-operator.polycrate.svc:8888; the DNS01 webhook is off.
+		objs := mustRender(map[string]any{"operatorConfig": map[string]any{"create": true}})
+		svc := find(objs, "Service", "polycrate-operator")
+		Expect(svc).NotTo(BeNil())
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		Expect(ports).To(ConsistOf(And(HaveKeyWithValue("port", BeNumerically("==", 8888)), HaveKeyWithValue("targetPort", "external-dns"))))
+		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).To(BeNil())
+		oc := find(objs, "OperatorConfig", "default")
+		edns, _, _ := unstructured.NestedMap(oc.Object, "spec", "external_dns_webhook")
+		Expect(edns).To(And(HaveLen(2), HaveKeyWithValue("enabled", true), HaveKeyWithValue("port", BeNumerically("==", 8888))))
+		dns01, _, _ := unstructured.NestedMap(oc.Object, "spec", "dns01_webhook")
+		Expect(dns01).To(HaveKeyWithValue("enabled", false))
+		dryRun(objs)
+
+		// The external-dns provider off: no Service, no port; DNS01 on a custom port:
+		// the APIService's Service targets the port the OperatorConfig serves on.
+		objs = mustRender(map[string]any{"operatorConfig": map[string]any{"create": true},
+			"externalDNSWebhook": map[string]any{"enabled": false}, "dns01Webhook": map[string]any{"enabled": true, "port": 9443}})
+		Expect(find(objs, "Service", "polycrate-operator")).To(BeNil())
+		d := find(objs, "Deployment", "polycrate-operator")
+		ctrs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		Expect(ctrs[0].(map[string]any)["ports"]).To(ContainElement(And(HaveKeyWithValue("name", "dns01-webhook"),
+			HaveKeyWithValue("containerPort", BeNumerically("==", 9443)))))
+		Expect(ctrs[0].(map[string]any)["ports"]).NotTo(ContainElement(HaveKeyWithValue("name", "external-dns")))
+		oc = find(objs, "OperatorConfig", "default")
+		dns01, _, _ = unstructured.NestedMap(oc.Object, "spec", "dns01_webhook")
+		Expect(dns01).To(And(HaveLen(4), HaveKeyWithValue("enabled", true), HaveKeyWithValue("port", BeNumerically("==", 9443)),
+			HaveKeyWithValue("group_name", "webhook.dns.polycrate.io"), HaveKeyWithValue("solver_name", "polycrate")))
+		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).NotTo(BeNil())
 		dryRun(objs)
 	})
 
