@@ -11,6 +11,7 @@ import (
 	"github.com/cert-manager/cert-manager/pkg/acme/webhook/cmd/server"
 	"github.com/go-logr/logr"
 
+	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -19,7 +20,7 @@ import (
 // cert-manager's own webhook server package, not its command) from the operator
 // process, as the OperatorConfig's dns01_webhook says: it starts when enabled,
 // stops when disabled, and restarts when the group, the solver name or the port
-// change — live, without a restart of the operator.
+// change — live, without a restart of the operator (controller.LiveServer).
 type Server struct {
 	Config *liveconfig.Store
 	Conn   *polycrate.Connection
@@ -32,19 +33,19 @@ type Server struct {
 	// certificate is made in a temporary directory.
 	CertDir string
 
-	mu      sync.Mutex
-	running *instance
-}
-
-type instance struct {
-	settings settings
-	stop     context.CancelFunc
-	done     chan struct{}
+	once sync.Once
+	live *controller.LiveServer[settings]
 }
 
 type settings struct {
-	group, solver string
-	port          int
+	Group, Solver string
+	Port          int
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.live = &controller.LiveServer[settings]{Name: "the cert-manager DNS01 webhook", Config: s.Config, Want: want, Serve: s.serve, Log: s.Log}
+	})
 }
 
 // NeedLeaderElection: the leader holds the API connection the solver writes
@@ -53,99 +54,45 @@ func (s *Server) NeedLeaderElection() bool { return true }
 
 // Start follows the configuration until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
-	changes := s.Config.Subscribe()
-	defer s.stop()
-	for {
-		s.apply(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changes:
-		}
-	}
+	s.init()
+	return s.live.Start(ctx)
 }
 
-// Running is the port being served, 0 when none (for tests and health).
+// Running is the port being served, 0 when none.
 func (s *Server) Running() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running == nil {
+	s.init()
+	w, ok := s.live.Running()
+	if !ok {
 		return 0
 	}
-	return s.running.settings.port
+	return w.Port
 }
 
-func (s *Server) want() (settings, bool) {
-	snap := s.Config.Get()
-	if snap == nil || !snap.Spec.DNS01Webhook.Enabled {
+// want reads dns01_webhook with its defaults.
+func want(snap *liveconfig.Snapshot) (settings, bool) {
+	w := snap.Spec.DNS01Webhook
+	if !w.Enabled {
 		return settings{}, false
 	}
-	w := snap.Spec.DNS01Webhook
-	out := settings{group: w.GroupName, solver: w.SolverName, port: int(w.Port)}
-	if out.group == "" {
-		out.group = "webhook.dns.polycrate.io"
+	out := settings{Group: w.GroupName, Solver: w.SolverName, Port: int(w.Port)}
+	if out.Group == "" {
+		out.Group = "webhook.dns.polycrate.io"
 	}
-	if out.solver == "" {
-		out.solver = "polycrate"
+	if out.Solver == "" {
+		out.Solver = "polycrate"
 	}
-	if out.port == 0 {
-		out.port = 10250
+	if out.Port == 0 {
+		out.Port = 10250
 	}
 	return out, true
 }
 
-func (s *Server) apply(ctx context.Context) {
-	want, enabled := s.want()
-	s.mu.Lock()
-	cur := s.running
-	s.mu.Unlock()
-	if cur != nil && enabled && cur.settings == want {
-		return
-	}
-	if cur != nil {
-		s.stop()
-	}
-	if !enabled {
-		return
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	inst := &instance{settings: want, stop: cancel, done: make(chan struct{})}
-	s.mu.Lock()
-	s.running = inst
-	s.mu.Unlock()
-	go func() {
-		defer close(inst.done)
-		s.Log.Info("serving the cert-manager DNS01 webhook", "group", want.group, "solver", want.solver, "port", want.port)
-		if err := s.serve(runCtx, want); err != nil && runCtx.Err() == nil {
-			s.Log.Error(err, "the DNS01 webhook server stopped; it starts again when dns01_webhook changes", "port", want.port)
-			s.mu.Lock()
-			if s.running == inst {
-				s.running = nil
-			}
-			s.mu.Unlock()
-		}
-	}()
-}
-
-// stop ends the running server and waits for it.
-func (s *Server) stop() {
-	s.mu.Lock()
-	cur := s.running
-	s.running = nil
-	s.mu.Unlock()
-	if cur != nil {
-		cur.stop()
-		<-cur.done
-		s.Log.Info("stopped the cert-manager DNS01 webhook", "port", cur.settings.port)
-	}
-}
-
 func (s *Server) serve(ctx context.Context, w settings) error {
-	solver := &Solver{SolverName: w.solver, Client: s.Conn.Client}
-	o := server.NewWebhookServerOptions(w.group, solver)
+	solver := &Solver{SolverName: w.Solver, Client: s.Conn.Client}
+	o := server.NewWebhookServerOptions(w.Group, solver)
 	ro := o.RecommendedOptions
 	ro.SecureServing.BindAddress = net.IPv4zero
-	ro.SecureServing.BindPort = w.port
+	ro.SecureServing.BindPort = w.Port
 	crt, key := filepath.Join(s.CertDir, "tls.crt"), filepath.Join(s.CertDir, "tls.key")
 	if _, err := os.Stat(crt); s.CertDir != "" && err == nil {
 		ro.SecureServing.ServerCert.CertKey.CertFile, ro.SecureServing.ServerCert.CertKey.KeyFile = crt, key

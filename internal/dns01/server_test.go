@@ -1,4 +1,4 @@
-package dns01
+package dns01_test
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -88,7 +89,7 @@ func TestServedFromTheOperator(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	allowed, denied := saToken(t, cs, "cert-manager", true), saToken(t, cs, "someone", false)
 
-	ac, _, _, apiURL := startAPI(t)
+	ac, _, _, apiURL := dns01.StartAPI(t)
 	conn := polycrate.NewConnection(polycrate.Options{})
 	if _, err := conn.Configure(apiURL, "", emulator.DevAgentToken); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestServedFromTheOperator(t *testing.T) {
 		store.Set(&liveconfig.Snapshot{Spec: spec})
 	}
 	set(false, port)
-	srv := &Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: kubeconfig}
+	srv := &dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: kubeconfig}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Start(ctx); close(done) }()
