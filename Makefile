@@ -70,7 +70,7 @@ test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envt
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 	rm -rf bin/demo-test
-	DEMO_ONCE=1 go run ./hack/demo -state-dir bin/demo-test -api-addr 127.0.0.1:18090 \
+	DEMO_ONCE=1 go run ./hack/demo -state-dir bin/demo-test -api-addr 127.0.0.1:18090 -dns-addr 127.0.0.1:18053 -external-dns-port 18888 \
 	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
 	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,7 +42,10 @@ func main() {
 	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "operator health probes")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "operator metrics")
 	stateDir := flag.String("state-dir", filepath.Join("bin", "demo"), "where the demo writes its kubeconfig")
+	dnsAddr := flag.String("dns-addr", "127.0.0.1:8053", "where the emulator serves DNS for its zones")
+	externalDNSPort := flag.Int("external-dns-port", 8888, "the operator's external-dns webhook provider port")
 	flag.Parse()
+	demoDNSAddr, demoExternalDNSPort = *dnsAddr, *externalDNSPort
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -50,6 +54,12 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// The DNS side of the demo (flags).
+var (
+	demoDNSAddr         string
+	demoExternalDNSPort int
+)
 
 func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
@@ -72,6 +82,12 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- api.ListenAndServe(apiCtx, apiAddr) }()
+	servedDNS, err := api.ListenDNS(apiCtx, demoDNSAddr)
+	if err != nil {
+		stopAPI()
+		return fmt.Errorf("serving DNS on %s: %w", demoDNSAddr, err)
+	}
+	fmt.Println("» the emulator serves DNS for its zones on " + servedDNS + " (dig @" + strings.Replace(servedDNS, ":", " -p ", 1) + " www.example.com)")
 	defer func() {
 		fmt.Println("» stopping the API emulator")
 		stopAPI()
@@ -118,7 +134,8 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: v1.DefaultOperatorConfigName, Namespace: v1.DefaultOperatorNamespace}}
 	oc.Spec.APISync.APIURL = "http://" + apiAddr
 	oc.Spec.LocalCluster.ClusterName = "demo"
-	oc.Spec.APISync.HealthReportIntervalSeconds = 10 // check results reach the API with the health report
+	oc.Spec.APISync.HealthReportIntervalSeconds = 10             // check results reach the API with the health report
+	oc.Spec.ExternalDNSWebhook.Port = int32(demoExternalDNSPort) //nolint:gosec // a port
 	if err := ensure(ctx, c, oc); err != nil {
 		return err
 	}

@@ -16,6 +16,16 @@ func (s *Server) beforeCreate(res *Resource, o *Object, p principal) *hookError 
 	switch res.Name {
 	case "s3/buckets":
 		return s.provisionBucket(o)
+	case "domains/dnsrecords":
+		// The zone's default_ttl applies to a record created without one.
+		if ttl, ok := o.Data["ttl"].(float64); !ok || ttl <= 0 {
+			o.Data["ttl"] = float64(3600)
+			if z, found := s.store.Get("domains/dnszones", scalarString(o.Data["dns_zone_id"])); found {
+				if d, ok := z.Data["default_ttl"].(float64); ok && d > 0 {
+					o.Data["ttl"] = d
+				}
+			}
+		}
 	case "loadbalancers/instances":
 		delete(o.Data, "workspace")
 		delete(o.Data, "organization")

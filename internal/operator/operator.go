@@ -36,6 +36,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
 	"github.com/polycrate/polycrate-operator/internal/dns01"
+	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/monitoring"
@@ -93,6 +94,8 @@ type Operator struct {
 	Monitor *monitoring.Agent
 	// DNS01 serves the cert-manager DNS01 webhook while dns01_webhook.enabled.
 	DNS01 *dns01.Server
+	// ExternalDNS serves the external-dns webhook provider while external_dns_webhook.enabled.
+	ExternalDNS *externaldns.Server
 }
 
 // Setup adds everything to the manager.
@@ -201,6 +204,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	op.DNS01 = &dns01.Server{Config: op.Config, Conn: op.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir}
 	if err := mgr.Add(op.DNS01); err != nil {
+		return nil, err
+	}
+	op.ExternalDNS = &externaldns.Server{Config: op.Config, Conn: op.Conn, Log: d.Log.WithName("external-dns")}
+	if err := mgr.Add(op.ExternalDNS); err != nil {
 		return nil, err
 	}
 	op.Reporter.Checks = op.Monitor

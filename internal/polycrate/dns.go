@@ -40,10 +40,11 @@ type DNSRecord struct {
 // DNSRecordRow is a list row.
 type DNSRecordRow struct {
 	Row
-	DNSZone *DNSZone `json:"dns_zone"`
-	Type    string   `json:"type"`
-	Content string   `json:"content"`
-	TTL     int      `json:"ttl"`
+	DNSZone  *DNSZone `json:"dns_zone"`
+	Type     string   `json:"type"`
+	Content  string   `json:"content"`
+	TTL      int      `json:"ttl"`
+	Priority *int     `json:"priority"`
 }
 
 // DNSRecordRequest is DNSRecordDetailRequest; dns_zone_id and content are required.

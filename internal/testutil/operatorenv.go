@@ -83,6 +83,9 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	// monitoring agent stays off there (its checks, results and CR status writes
 	// are not what those suites count); the monitoring suite turns it on.
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(false)
+	// Test packages run in parallel: none binds the external-dns provider's fixed
+	// port (internal/externaldns tests it on free ports).
+	oc.Spec.ExternalDNSWebhook.Enabled = ptr.To(false)
 	if o.Configure != nil {
 		o.Configure(oc)
 	}

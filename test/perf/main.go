@@ -274,6 +274,7 @@ func (h *harness) setup(ctx context.Context) error {
 	// exist, and checking them would add the monitoring agent's CR writes to the
 	// counts. Monitoring has its own benchmarks (docs/monitoring.md, "Performance").
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(false)
+	oc.Spec.ExternalDNSWebhook.Enabled = ptr.To(false) // not measured here; its fixed port stays free
 	return h.k8s.Create(ctx, oc)
 }
 

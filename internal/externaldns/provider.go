@@ -1,0 +1,397 @@
+// Package externaldns is the operator's external-dns webhook provider: it
+// serves external-dns's webhook protocol (media type
+// application/external.dns.webhook+json;version=1) on the configured port and
+// keeps the records in the Polycrate DNS API, in the zones the agent token sees.
+package externaldns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/polycrate/polycrate-operator/internal/polycrate"
+)
+
+// Endpoint is external-dns's endpoint.Endpoint on the wire.
+type Endpoint struct {
+	DNSName          string             `json:"dnsName,omitempty"`
+	Targets          []string           `json:"targets,omitempty"`
+	RecordType       string             `json:"recordType,omitempty"`
+	SetIdentifier    string             `json:"setIdentifier,omitempty"`
+	RecordTTL        int64              `json:"recordTTL,omitempty"`
+	Labels           map[string]string  `json:"labels,omitempty"`
+	ProviderSpecific []ProviderSpecific `json:"providerSpecific,omitempty"`
+}
+
+// ProviderSpecific is endpoint.ProviderSpecificProperty.
+type ProviderSpecific struct {
+	Name  string `json:"name,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// Changes is external-dns's plan.Changes on the wire.
+type Changes struct {
+	Create    []*Endpoint `json:"create,omitempty"`
+	UpdateOld []*Endpoint `json:"updateOld,omitempty"`
+	UpdateNew []*Endpoint `json:"updateNew,omitempty"`
+	Delete    []*Endpoint `json:"delete,omitempty"`
+}
+
+// DomainFilter is external-dns's DomainFilter on the wire.
+type DomainFilter struct {
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// Types are the record types the provider reads and writes.
+var Types = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "NS", "CAA"}
+
+// ErrInvalid is a change external-dns sent that cannot be applied as it is (a
+// name in no zone the token sees, an unsupported type, a bad target): a 4xx,
+// which external-dns does not retry. Other failures are the API's (5xx, retried).
+var ErrInvalid = errors.New("invalid change")
+
+// Provider maps external-dns's endpoints to the API's DNS records.
+type Provider struct {
+	// Client is the operator's API connection (nil while not connected).
+	Client func() *polycrate.Client
+}
+
+func (p *Provider) client() (*polycrate.Client, error) {
+	var c *polycrate.Client
+	if p.Client != nil {
+		c = p.Client()
+	}
+	if c == nil {
+		return nil, errors.New("the operator is not connected to the Polycrate API (see the OperatorConfig's conditions)")
+	}
+	return c, nil
+}
+
+// zones are the DNS zones the token sees.
+func (p *Provider) zones(ctx context.Context, c *polycrate.Client) ([]polycrate.DNSZone, error) {
+	zones, err := c.DNSZones().List(ctx, polycrate.Query())
+	if err != nil {
+		return nil, fmt.Errorf("listing the DNS zones: %w", err)
+	}
+	return zones, nil
+}
+
+// DomainFilter is every zone the token sees.
+func (p *Provider) DomainFilter(ctx context.Context) (DomainFilter, error) {
+	c, err := p.client()
+	if err != nil {
+		return DomainFilter{}, err
+	}
+	zones, err := p.zones(ctx, c)
+	if err != nil {
+		return DomainFilter{}, err
+	}
+	f := DomainFilter{}
+	for _, z := range zones {
+		f.Include = append(f.Include, strings.TrimSuffix(strings.ToLower(z.Name), "."))
+	}
+	sort.Strings(f.Include)
+	f.Include = slices.Compact(f.Include)
+	return f, nil
+}
+
+// zoneFor picks the zone of a name as the API's resolve does: the longest
+// matching internal zone, else the longest external zone with primary_zone.
+func zoneFor(zones []polycrate.DNSZone, fqdn string) *polycrate.DNSZone {
+	var best *polycrate.DNSZone
+	score := func(z *polycrate.DNSZone) (int, int) {
+		if z.Kind == "internal" {
+			return 1, len(z.Name)
+		}
+		return 0, len(z.Name)
+	}
+	for i := range zones {
+		z := &zones[i]
+		name := strings.TrimSuffix(strings.ToLower(z.Name), ".")
+		if fqdn != name && !strings.HasSuffix(fqdn, "."+name) {
+			continue
+		}
+		if z.Kind == "external" && !z.PrimaryZone {
+			continue
+		}
+		if best == nil {
+			best = z
+			continue
+		}
+		bk, bl := score(best)
+		zk, zl := score(z)
+		if zk > bk || (zk == bk && zl > bl) {
+			best = z
+		}
+	}
+	return best
+}
+
+// relative is a name relative to its zone ("@" for the apex).
+func relative(fqdn, zone string) string {
+	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
+	name := strings.TrimSuffix(strings.TrimSuffix(fqdn, zone), ".")
+	if name == "" {
+		return "@"
+	}
+	return name
+}
+
+// absolute is a record's name as a full name (names already ending with the
+// zone are taken as they are).
+func absolute(name, zone string) string {
+	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	switch {
+	case name == "" || name == "@":
+		return zone
+	case name == zone || strings.HasSuffix(name, "."+zone):
+		return name
+	}
+	return name + "." + zone
+}
+
+func normalize(name string) string { return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".") }
+
+// record is one API record, in external-dns's terms.
+type record struct {
+	id     string
+	zone   *polycrate.DNSZone
+	name   string // full name
+	typ    string
+	target string
+	ttl    int
+}
+
+// records lists every record of the supported types in the zones.
+func (p *Provider) records(ctx context.Context, c *polycrate.Client, zones []polycrate.DNSZone) ([]record, error) {
+	var out []record
+	for i := range zones {
+		z := &zones[i]
+		rows, err := c.DNSRecords().List(ctx, polycrate.Query("dns_zone", z.ID))
+		if err != nil {
+			return nil, fmt.Errorf("listing the records of zone %s: %w", z.Name, err)
+		}
+		for _, r := range rows {
+			if !slices.Contains(Types, r.Type) {
+				continue
+			}
+			out = append(out, record{id: r.ID, zone: z, name: absolute(r.Name, z.Name), typ: r.Type,
+				target: targetOf(r.Type, r.Content, r.Priority), ttl: r.TTL})
+		}
+	}
+	return out, nil
+}
+
+// targetOf is external-dns's target of an API record: MX and SRV carry their
+// priority in the target ("10 mail.example.com"), the API in its own field.
+func targetOf(typ, content string, priority *int) string {
+	if (typ == "MX" || typ == "SRV") && priority != nil {
+		return strconv.Itoa(*priority) + " " + content
+	}
+	return content
+}
+
+// contentOf splits an external-dns target into the API's content and priority.
+func contentOf(typ, target string) (string, *int, error) {
+	target = strings.TrimSpace(target)
+	switch typ {
+	case "A":
+		if ip := net.ParseIP(target); ip == nil || ip.To4() == nil {
+			return "", nil, fmt.Errorf("%w: %q is not an IPv4 address", ErrInvalid, target)
+		}
+	case "AAAA":
+		if ip := net.ParseIP(target); ip == nil || ip.To4() != nil {
+			return "", nil, fmt.Errorf("%w: %q is not an IPv6 address", ErrInvalid, target)
+		}
+	case "MX", "SRV":
+		prio, rest, ok := strings.Cut(target, " ")
+		n, err := strconv.Atoi(prio)
+		if !ok || err != nil || n < 0 || n > 65535 {
+			return "", nil, fmt.Errorf("%w: %s target %q does not start with a priority", ErrInvalid, typ, target)
+		}
+		if typ == "SRV" && len(strings.Fields(rest)) != 3 {
+			return "", nil, fmt.Errorf("%w: SRV target %q is not \"priority weight port target\"", ErrInvalid, target)
+		}
+		return strings.TrimSpace(rest), &n, nil
+	case "":
+		return "", nil, fmt.Errorf("%w: no record type", ErrInvalid)
+	}
+	if target == "" {
+		return "", nil, fmt.Errorf("%w: an empty %s target", ErrInvalid, typ)
+	}
+	return target, nil, nil
+}
+
+// Records are the zones' records as external-dns endpoints: one per name and
+// type, with all targets (TXT content verbatim: external-dns's ownership records
+// come back exactly as it wrote them).
+func (p *Provider) Records(ctx context.Context) ([]*Endpoint, error) {
+	c, err := p.client()
+	if err != nil {
+		return nil, err
+	}
+	zones, err := p.zones(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.records(ctx, c, zones)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[[2]string]*Endpoint{}
+	var out []*Endpoint
+	for _, r := range recs {
+		k := [2]string{r.name, r.typ}
+		ep := byKey[k]
+		if ep == nil {
+			ep = &Endpoint{DNSName: r.name, RecordType: r.typ, RecordTTL: int64(r.ttl)}
+			byKey[k] = ep
+			out = append(out, ep)
+		}
+		ep.Targets = append(ep.Targets, r.target)
+	}
+	for _, ep := range out {
+		sort.Strings(ep.Targets)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].DNSName < out[j].DNSName || out[i].DNSName == out[j].DNSName && out[i].RecordType < out[j].RecordType
+	})
+	return out, nil
+}
+
+// AdjustEndpoints brings endpoints into the form Records returns them in
+// (lower-case names without the trailing dot, sorted targets), so that
+// external-dns's plan sees no difference where there is none.
+func (p *Provider) AdjustEndpoints(eps []*Endpoint) []*Endpoint {
+	for _, ep := range eps {
+		ep.DNSName = normalize(ep.DNSName)
+		sort.Strings(ep.Targets)
+	}
+	return eps
+}
+
+// write is one API write of a change set.
+type write struct {
+	create *polycrate.DNSRecordRequest
+	delete string // record id
+	update *updateTTL
+	what   string
+}
+
+type updateTTL struct {
+	id  string
+	ttl int
+}
+
+// ApplyChanges applies a change set: deletions, then updates (targets removed,
+// added, TTL changed), then creations. The whole set is checked first — every
+// name in a zone the token sees, every type supported, every target valid — so
+// an invalid set writes nothing (ErrInvalid). Creating a record that exists and
+// deleting one that does not are no-ops, so a set applied again (a retry after a
+// lost answer) leaves the same records.
+func (p *Provider) ApplyChanges(ctx context.Context, ch *Changes) error {
+	if len(ch.UpdateOld) != len(ch.UpdateNew) {
+		return fmt.Errorf("%w: %d updateOld and %d updateNew endpoints", ErrInvalid, len(ch.UpdateOld), len(ch.UpdateNew))
+	}
+	c, err := p.client()
+	if err != nil {
+		return err
+	}
+	zones, err := p.zones(ctx, c)
+	if err != nil {
+		return err
+	}
+	recs, err := p.records(ctx, c, zones)
+	if err != nil {
+		return err
+	}
+	existing := map[string]record{} // name|type|target → record
+	for _, r := range recs {
+		existing[r.name+"|"+r.typ+"|"+r.target] = r
+	}
+	var writes []write
+	plan := func(ep *Endpoint, targets []string, create bool) error {
+		name := normalize(ep.DNSName)
+		if !slices.Contains(Types, ep.RecordType) {
+			return fmt.Errorf("%w: %s record %s: the provider writes %s", ErrInvalid, ep.RecordType, name, strings.Join(Types, ", "))
+		}
+		zone := zoneFor(zones, name)
+		if zone == nil {
+			return fmt.Errorf("%w: %s is in no DNS zone the agent token sees", ErrInvalid, name)
+		}
+		for _, t := range targets {
+			content, prio, err := contentOf(ep.RecordType, t)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", ep.RecordType, name, err)
+			}
+			key := name + "|" + ep.RecordType + "|" + targetOf(ep.RecordType, content, prio)
+			r, exists := existing[key]
+			switch {
+			case create && !exists:
+				req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: relative(name, zone.Name), Type: ep.RecordType, Content: content,
+					Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator"}
+				writes = append(writes, write{create: req, what: "creating " + ep.RecordType + " " + name + " " + t})
+				existing[key] = record{}
+			case create && exists && ep.RecordTTL > 0 && r.id != "" && int64(r.ttl) != ep.RecordTTL:
+				writes = append(writes, write{update: &updateTTL{id: r.id, ttl: int(ep.RecordTTL)}, what: "setting the TTL of " + ep.RecordType + " " + name})
+			case !create && exists && r.id != "":
+				writes = append(writes, write{delete: r.id, what: "deleting " + ep.RecordType + " " + name + " " + t})
+				delete(existing, key)
+			}
+		}
+		return nil
+	}
+	for _, ep := range ch.Delete {
+		if err := plan(ep, ep.Targets, false); err != nil {
+			return err
+		}
+	}
+	for i, old := range ch.UpdateOld {
+		nw := ch.UpdateNew[i]
+		var gone []string
+		for _, t := range old.Targets {
+			if !slices.Contains(nw.Targets, t) {
+				gone = append(gone, t)
+			}
+		}
+		if err := plan(old, gone, false); err != nil {
+			return err
+		}
+		if err := plan(nw, nw.Targets, true); err != nil {
+			return err
+		}
+	}
+	for _, ep := range ch.Create {
+		if err := plan(ep, ep.Targets, true); err != nil {
+			return err
+		}
+	}
+	for _, w := range writes {
+		var err error
+		switch {
+		case w.create != nil:
+			_, err = c.DNSRecords().Create(ctx, *w.create)
+			if polycrate.IsConflict(err) {
+				err = nil // there already (a retry)
+			}
+		case w.update != nil:
+			_, err = c.DNSRecords().Patch(ctx, w.update.id, map[string]any{"ttl": w.update.ttl})
+		default:
+			err = c.DNSRecords().Delete(ctx, w.delete)
+			if polycrate.IsNotFound(err) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+	}
+	return nil
+}
