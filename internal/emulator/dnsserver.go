@@ -128,7 +128,9 @@ func recordRR(name, typ string, rec *Object) dns.RR {
 	if p, ok := rec.Data["priority"].(float64); ok {
 		prio = int(p)
 	}
-	hdr := func(t uint16) dns.RR_Header { return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl} }
+	hdr := func(t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+	}
 	switch typ {
 	case "A":
 		if ip := net.ParseIP(content).To4(); ip != nil {

@@ -157,7 +157,9 @@ func absolute(name, zone string) string {
 	return name + "." + zone
 }
 
-func normalize(name string) string { return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".") }
+func normalize(name string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+}
 
 // record is one API record, in external-dns's terms.
 type record struct {
