@@ -355,9 +355,14 @@ var _ = Describe("the Helm chart", func() {
 		Expect(bare).To(ContainSubstring("This release created no OperatorConfig"))
 		Expect(bare).To(ContainSubstring("No agent token was given"))
 		Expect(bare).To(ContainSubstring("kubectl get pep"))
+		Expect(bare).To(ContainSubstring("--webhook-provider-url=http://polycrate-operator.polycrate.svc:8888"))
+		Expect(bare).To(ContainSubstring("external_dns_webhook: {port: 8888}"))
 		full := notes(allFeatures)
 		Expect(full).NotTo(ContainSubstring("This release created no OperatorConfig"))
 		Expect(full).NotTo(ContainSubstring("No agent token was given"))
+		Expect(full).NotTo(ContainSubstring("must serve what this release exposes"), "the chart wrote the OperatorConfig itself")
+		own := notes(map[string]any{"dns01Webhook": map[string]any{"enabled": true}})
+		Expect(own).To(ContainSubstring("dns01_webhook: {enabled: true, port: 10250, group_name: webhook.dns.polycrate.io, solver_name: polycrate}"))
 	})
 
 	It("renames every object with fullnameOverride, and keeps the label the operator finds its Pods by", func() {
