@@ -13,7 +13,9 @@ import (
 // the operator: Want reads its settings from the OperatorConfig (false: off);
 // it starts when wanted, stops when not, and restarts when the settings change.
 // A server that fails (a port in use) is logged and tried again on the next
-// configuration change. It runs on the leader, which holds the API connection.
+// configuration change. It runs on every replica (behind a Service): the leader's
+// OperatorConfig reconciler, and operatorconfig.Follower elsewhere, keep the
+// configuration and the API connection of each.
 type LiveServer[S comparable] struct {
 	Name   string
 	Config *liveconfig.Store
@@ -31,8 +33,8 @@ type liveInstance[S comparable] struct {
 	done     chan struct{}
 }
 
-// NeedLeaderElection: the leader serves.
-func (l *LiveServer[S]) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: every replica serves.
+func (l *LiveServer[S]) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.
 func (l *LiveServer[S]) Start(ctx context.Context) error {

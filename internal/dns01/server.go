@@ -48,9 +48,9 @@ func (s *Server) init() {
 	})
 }
 
-// NeedLeaderElection: the leader holds the API connection the solver writes
-// through (docs/dns.md: one replica serves).
-func (s *Server) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: every replica serves (the APIService's Service spreads
+// the calls); each holds the API connection (operatorconfig.Follower).
+func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.
 func (s *Server) Start(ctx context.Context) error {

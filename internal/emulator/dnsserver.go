@@ -21,13 +21,8 @@ import (
 // ListenDNS serves DNS on addr (udp and tcp, one port; ":0" picks one) until ctx
 // ends, and returns the address it serves on.
 func (s *Server) ListenDNS(ctx context.Context, addr string) (string, error) {
-	pc, err := net.ListenPacket("udp", addr)
+	pc, l, err := listenBoth(addr)
 	if err != nil {
-		return "", err
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		_ = pc.Close()
 		return "", err
 	}
 	handler := dns.HandlerFunc(s.serveDNS)
@@ -48,6 +43,29 @@ func (s *Server) ListenDNS(ctx context.Context, addr string) (string, error) {
 		wg.Wait()
 	}()
 	return pc.LocalAddr().String(), nil
+}
+
+// listenBoth listens on one port for udp and tcp. With port 0 the udp side picks
+// it; when its tcp side is taken (another process), it picks again.
+func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l, nil
+		}
+		_ = pc.Close()
+		if port != "0" || attempt == 20 {
+			return nil, nil, err
+		}
+	}
 }
 
 func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {

@@ -192,8 +192,9 @@ func (s *Server) init() {
 	})
 }
 
-// NeedLeaderElection: the leader holds the API connection.
-func (s *Server) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: every replica serves behind the Service; each holds the
+// API connection (operatorconfig.Follower).
+func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.
 func (s *Server) Start(ctx context.Context) error {

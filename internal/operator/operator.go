@@ -137,7 +137,14 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(secrets); err != nil {
+	// Every replica starts it: followers read the token from it too (operatorconfig.Follower).
+	if err := mgr.Add(everyReplica{secrets}); err != nil {
+		return nil, err
+	}
+	// Replicas that are not the leader keep their configuration and API connection
+	// too: the DNS webhooks run on every replica behind their Services.
+	if err := mgr.Add(&operatorconfig.Follower{Reader: mgr.GetCache(), Secrets: secrets, Config: op.Config, Conn: op.Conn,
+		Namespace: o.Namespace, Elected: mgr.Elected(), Log: mgr.GetLogger().WithName("operatorconfig")}); err != nil {
 		return nil, err
 	}
 	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
@@ -278,6 +285,12 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	return op, nil
 }
+
+// everyReplica runs a cache on every replica, not only on the leader (a cache
+// added to the manager is a leader-election runnable by default).
+type everyReplica struct{ cache.Cache }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // storeSynced reports ready once a compact store has its first list.
 func storeSynced(wait func(context.Context) error) healthz.Checker {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -46,13 +47,21 @@ func dnsServer(t *testing.T, zone map[string]string) string {
 		m.AuthenticatedData = strings.HasPrefix(q.Name, "secure.")
 		_ = w.WriteMsg(m)
 	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
+	// One port for udp and tcp: the tcp side of a random udp port may be taken
+	// (other test processes run at the same time), so pick again then.
+	var pc net.PacketConn
+	var l net.Listener
+	for attempt := 0; l == nil; attempt++ {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if l, err = net.Listen("tcp", pc.LocalAddr().String()); err != nil {
+			_ = pc.Close()
+			if attempt == 20 {
+				t.Fatal(err)
+			}
+		}
 	}
 	udp, tcp := &dns.Server{PacketConn: pc, Handler: handler}, &dns.Server{Listener: l, Handler: handler}
 	go func() { _ = udp.ActivateAndServe() }()
@@ -204,13 +213,9 @@ func TestHTTP(t *testing.T) {
 }
 
 func TestConnectionFailures(t *testing.T) {
-	// Refused: a port nobody listens on.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := l.Addr().String()
-	_ = l.Close()
+	// Refused: a port nobody listens on (below the ephemeral range, so that no
+	// connection of a test running in parallel takes it meanwhile).
+	closedAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(unusedPort(t)))
 	// Reset: accept, then close with RST.
 	rst, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -287,6 +292,20 @@ func TestConnectionFailures(t *testing.T) {
 	if *out.Result.ResolvedIP != "127.0.0.1" || !*out.Result.TCPConnected {
 		t.Fatalf("%+v", out.Result)
 	}
+}
+
+// unusedPort is a port nobody listens on, below the kernel's ephemeral range.
+func unusedPort(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		port := 20000 + mrand.IntN(12000)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			_ = l.Close()
+			return port
+		}
+	}
+	t.Fatal("no unused port")
+	return 0
 }
 
 func contains(list []string, s string) bool {

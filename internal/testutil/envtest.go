@@ -6,9 +6,12 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -146,4 +149,21 @@ func ModuleDir(module string) (string, error) {
 		return "", fmt.Errorf("locating module %s (go mod download): %w %s", module, err, stderr.String())
 	}
 	return dir, nil
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 now, for a server a test starts
+// by port number. It is chosen below the kernel's ephemeral range (32768 and
+// up on Linux), so that no outgoing connection of a test running in parallel
+// takes it between this check and the server's bind.
+func FreePort() (int, error) {
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port in 20000-31999")
 }

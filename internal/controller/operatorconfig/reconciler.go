@@ -209,12 +209,17 @@ func (r *Reconciler) publish(oc *v1.OperatorConfig, clusterIgnore []string) {
 // token reads the agent token; a non-empty reason says why there is none. The
 // message never contains the token.
 func (r *Reconciler) token(ctx context.Context, ref v1.CredentialsReference) (token, reason, msg string) {
+	return readToken(ctx, r.Secrets, r.Namespace, ref)
+}
+
+// readToken reads the agent token from its Secret in namespace.
+func readToken(ctx context.Context, secrets client.Reader, namespace string, ref v1.CredentialsReference) (token, reason, msg string) {
 	s := &corev1.Secret{}
-	if err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: ref.SecretName}, s); err != nil {
+	if err := secrets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.SecretName}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", v1.ReasonSecretNotFound, fmt.Sprintf("Secret %s/%s with the agent token does not exist (api_sync.credentials_ref.secret_name)", r.Namespace, ref.SecretName)
+			return "", v1.ReasonSecretNotFound, fmt.Sprintf("Secret %s/%s with the agent token does not exist (api_sync.credentials_ref.secret_name)", namespace, ref.SecretName)
 		}
-		return "", v1.ReasonSecretNotFound, fmt.Sprintf("cannot read Secret %s/%s: %v", r.Namespace, ref.SecretName, err)
+		return "", v1.ReasonSecretNotFound, fmt.Sprintf("cannot read Secret %s/%s: %v", namespace, ref.SecretName, err)
 	}
 	v, ok := s.Data[ref.TokenKey]
 	if !ok {
@@ -224,11 +229,11 @@ func (r *Reconciler) token(ctx context.Context, ref v1.CredentialsReference) (to
 		}
 		slices.Sort(keys)
 		return "", v1.ReasonSecretKeyMissing, fmt.Sprintf("Secret %s/%s has no key %q (api_sync.credentials_ref.token_key); its keys: %s",
-			r.Namespace, ref.SecretName, ref.TokenKey, strings.Join(keys, ", "))
+			namespace, ref.SecretName, ref.TokenKey, strings.Join(keys, ", "))
 	}
 	t := strings.TrimSpace(string(v))
 	if t == "" {
-		return "", v1.ReasonTokenEmpty, fmt.Sprintf("key %q of Secret %s/%s is empty", ref.TokenKey, r.Namespace, ref.SecretName)
+		return "", v1.ReasonTokenEmpty, fmt.Sprintf("key %q of Secret %s/%s is empty", ref.TokenKey, namespace, ref.SecretName)
 	}
 	return t, "", ""
 }
