@@ -13,9 +13,8 @@ import (
 // the operator: Want reads its settings from the OperatorConfig (false: off);
 // it starts when wanted, stops when not, and restarts when the settings change.
 // A server that fails (a port in use) is logged and tried again on the next
-// configuration change. It runs on every replica (behind a Service): the leader's
-// OperatorConfig reconciler, and operatorconfig.Follower elsewhere, keep the
-// configuration and the API connection of each.
+// configuration change. It runs on every replica (behind a Service), each with
+// its own configuration and API connection (operatorconfig.Replica).
 type LiveServer[S comparable] struct {
 	Name   string
 	Config *liveconfig.Store

@@ -49,7 +49,7 @@ func (s *Server) init() {
 }
 
 // NeedLeaderElection: every replica serves (the APIService's Service spreads
-// the calls); each holds the API connection (operatorconfig.Follower).
+// the calls); each holds the API connection (operatorconfig.Replica).
 func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.

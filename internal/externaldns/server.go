@@ -193,7 +193,7 @@ func (s *Server) init() {
 }
 
 // NeedLeaderElection: every replica serves behind the Service; each holds the
-// API connection (operatorconfig.Follower).
+// API connection (operatorconfig.Replica).
 func (s *Server) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.

@@ -96,6 +96,9 @@ type Operator struct {
 	DNS01 *dns01.Server
 	// ExternalDNS serves the external-dns webhook provider while external_dns_webhook.enabled.
 	ExternalDNS *externaldns.Server
+	// Servers is this replica's own configuration and API connection for the
+	// servers every replica runs (the DNS webhooks).
+	Servers *operatorconfig.Replica
 }
 
 // Setup adds everything to the manager.
@@ -141,10 +144,12 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if err := mgr.Add(everyReplica{secrets}); err != nil {
 		return nil, err
 	}
-	// Replicas that are not the leader keep their configuration and API connection
-	// too: the DNS webhooks run on every replica behind their Services.
-	if err := mgr.Add(&operatorconfig.Follower{Reader: mgr.GetCache(), Secrets: secrets, Config: op.Config, Conn: op.Conn,
-		Namespace: o.Namespace, Elected: mgr.Elected(), Log: mgr.GetLogger().WithName("operatorconfig")}); err != nil {
+	// The DNS webhooks run on every replica behind their Services: each replica
+	// keeps a configuration and an API connection of its own for them.
+	op.Servers = &operatorconfig.Replica{Reader: mgr.GetCache(), Secrets: secrets, Config: &liveconfig.Store{},
+		Conn: polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics}), Namespace: o.Namespace,
+		Log: mgr.GetLogger().WithName("operatorconfig")}
+	if err := mgr.Add(op.Servers); err != nil {
 		return nil, err
 	}
 	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
@@ -209,11 +214,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if certDir == "" {
 		certDir = "/tls"
 	}
-	op.DNS01 = &dns01.Server{Config: op.Config, Conn: op.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir}
+	op.DNS01 = &dns01.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir}
 	if err := mgr.Add(op.DNS01); err != nil {
 		return nil, err
 	}
-	op.ExternalDNS = &externaldns.Server{Config: op.Config, Conn: op.Conn, Log: d.Log.WithName("external-dns")}
+	op.ExternalDNS = &externaldns.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("external-dns")}
 	if err := mgr.Add(op.ExternalDNS); err != nil {
 		return nil, err
 	}
