@@ -149,10 +149,11 @@ func TestServedFromTheOperator(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 
-	// Off: nothing listens.
-	time.Sleep(200 * time.Millisecond)
-	if code, _ := post(port, allowed, "Present", "k"); code != 0 || srv.Running() != 0 {
-		t.Fatalf("disabled, but answered %d", code)
+	// Off: nothing listens, for as long as we look.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		if code, _ := post(port, allowed, "Present", "k"); code != 0 || srv.Running() != 0 {
+			t.Fatalf("disabled, but answered %d", code)
+		}
 	}
 	// On: served.
 	set(true, port)

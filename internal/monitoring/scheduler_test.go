@@ -225,7 +225,7 @@ func TestRemovedWhileRunningDropsTheResult(t *testing.T) {
 	waitFor(t, "the check to start", func() bool { return started.Load() == 1 })
 	s.Set(nil)
 	close(release)
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, "the check to finish", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.running == 0 })
 	if results.Load() != 0 {
 		t.Fatal("the result of an unassigned endpoint was kept")
 	}

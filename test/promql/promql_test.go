@@ -365,7 +365,11 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 		live = newMemStore()
 		first := time.Now()
 		store(live, scrape(), first)
-		time.Sleep(2 * time.Second)
+		// The second scrape after more work: another accepted health report.
+		reports := specs.MetricValue("polycrate_operator_health_reports_total", map[string]string{"result": "success"})
+		Eventually(func() float64 {
+			return specs.MetricValue("polycrate_operator_health_reports_total", map[string]string{"result": "success"})
+		}, specs.Timeout, specs.Poll).Should(BeNumerically(">", reports))
 		families := scrape()
 		now = first.Add(30 * time.Second)
 		store(live, families, now)
