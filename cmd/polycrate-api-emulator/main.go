@@ -25,6 +25,7 @@ func main() {
 	silence := flag.Duration("agent-silence-threshold", 5*time.Minute, "an agent silent this long turns CRITICAL and a downtime opens")
 	purge := flag.Duration("purge-after", time.Minute, "soft-deleted objects disappear this long after DELETE")
 	logLevel := flag.String("log-level", "info", "debug logs one line per request")
+	lbDelay := flag.Duration("lb-address-delay", 2*time.Second, "a new load balancer instance gets its public address from the seed's ip_pool this long after it was created")
 	flag.Parse()
 
 	var level slog.Level
@@ -38,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "polycrate-api-emulator:", err)
 		os.Exit(1)
 	}
-	srv, err := emulator.New(emulator.Config{Seed: seed, DataFile: *data, NoControls: *noControls,
+	srv, err := emulator.New(emulator.Config{Seed: seed, DataFile: *data, NoControls: *noControls, LBAddressDelay: *lbDelay,
 		AgentSilenceThreshold: *silence, PurgeAfter: *purge, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "polycrate-api-emulator:", err)

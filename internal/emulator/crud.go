@@ -14,6 +14,9 @@ import (
 
 // serveResource is the one generic handler of every table resource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, p principal, res *Resource, rest string) {
+	if res.Name == "loadbalancers/instances" {
+		s.assignLBAddresses() // what is due shows without the background ticker
+	}
 	if rest == "" {
 		switch r.Method {
 		case http.MethodGet:

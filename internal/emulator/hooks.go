@@ -30,18 +30,7 @@ func (s *Server) beforeCreate(res *Resource, o *Object, p principal) *hookError 
 		delete(o.Data, "workspace")
 		delete(o.Data, "organization")
 		delete(o.Data, "wizard_ports")
-		n := len(s.store.List(res.Name)) + 10
-		pool := s.seed.IPPool
-		if pool == "" {
-			pool = "198.51.100."
-		}
-		ip := fmt.Sprintf("%s%d", pool, n%250+1)
-		o.Data["ip_address_value"] = ip
-		o.Data["ip_address"] = map[string]any{"address": ip}
-		o.Data["deployments_ready"], o.Data["deployments_total"] = float64(1), float64(1)
-		if _, ok := o.Data["name"]; !ok {
-			o.Data["name"] = "lb-" + o.ID[:8]
-		}
+		s.newLoadBalancer(o)
 	}
 	return nil
 }

@@ -393,6 +393,7 @@ var Table = []*Resource{
 			F("enable_ssl", Bool), F("session_affinity", String, enum("none", "cookie", "ip")),
 			F("ip_address", Any, ro), F("ip_address_value", String, ro, null),
 			F("deployments_ready", Int, ro), F("deployments_total", Int, ro), F("deployment_summary", String, ro, null),
+			F("region_deployments", Any, ro), F("last_deployment", DateTime, ro, null),
 		),
 		CreateFields: []Field{
 			F("workspace", UUID, req), F("organization", UUID, req), F("display_name", String, null),

@@ -33,6 +33,8 @@ type Seed struct {
 	LBRegions     []string           `yaml:"loadbalancer_regions"`
 	// IPPool is the prefix load balancer instances get public addresses from (x.y.z.).
 	IPPool string `yaml:"ip_pool"`
+	// IPPoolSize is how many addresses the pool has: prefix.1 … prefix.N (default 250).
+	IPPoolSize int `yaml:"ip_pool_size"`
 }
 
 // SeedPop is a point of presence.

@@ -37,6 +37,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// LBAddressDelay is how long a new load balancer instance waits for its public
+	// address from the seed's pool (default 2 s; negative: at once).
+	LBAddressDelay time.Duration
 }
 
 // Server is the emulator.
@@ -113,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.LBAddressDelay == 0 {
+		cfg.LBAddressDelay = 2 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -150,6 +156,7 @@ func (s *Server) Run(ctx context.Context) {
 
 // Tick runs the background behaviour once (tests call it directly).
 func (s *Server) Tick() {
+	s.assignLBAddresses()
 	s.checkAgentSilence()
 	s.purgeDeleted()
 }

@@ -164,7 +164,7 @@ func TestSilentAgentTurnsCriticalWithDowntime(t *testing.T) {
 // TestResourceRoundTrips: create (201), get, list, PUT, PATCH, delete for every
 // resource the operator writes.
 func TestResourceRoundTrips(t *testing.T) {
-	e := newEnv(t, emulator.Config{})
+	e := newEnv(t, emulator.Config{LBAddressDelay: -1})
 	ctx := context.Background()
 	c := e.client(t, emulator.DevAgentToken)
 	cluster := must(c.K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: "my-workspace", KubernetesVersion: polycrate.Ptr("v1.37.2")}))
@@ -325,7 +325,8 @@ func TestResourceRoundTrips(t *testing.T) {
 		lb := must(c.CreateLoadBalancer(ctx, polycrate.LoadBalancerCreateRequest{Workspace: h.WorkspaceID, Organization: *h.OrganizationID,
 			DisplayName: polycrate.Ptr("default/web"), Ports: []map[string]any{{"port": 80, "target_port": 30080}}, Labels: map[string]string{"polycrate_service_uid": "u1"}}))
 		got := must(c.LoadBalancers().Get(ctx, lb.ID))
-		if got.IPAddressValue == nil || !strings.HasPrefix(*got.IPAddressValue, "198.51.100.") {
+		if !strings.HasPrefix(got.Address(), "198.51.100.") || got.IPAddress == nil || got.IPAddress.IPAddress == nil ||
+			len(got.RegionDeployments) != 1 || got.RegionDeployments[0].DeploymentStatus != "deployed" || got.Ports[0].TargetPort != 30080 {
 			t.Fatalf("lb %+v", got)
 		}
 		if _, err := c.LoadBalancers().Update(ctx, lb.ID, polycrate.LoadBalancerUpdateRequest{Ports: []map[string]any{{"port": 443}}}); err != nil {

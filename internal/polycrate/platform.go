@@ -7,21 +7,59 @@ import (
 	"time"
 )
 
+// LoadBalancerPort is one entry of a load balancer instance's ports (reference
+// inventory §7.3: [{port, name, protocol, target_port}]).
+type LoadBalancerPort struct {
+	Port       int32  `json:"port"`
+	Name       string `json:"name,omitempty"`
+	Protocol   string `json:"protocol,omitempty"`
+	TargetPort int32  `json:"target_port"`
+}
+
+// IPAddressSimple is the allocated public address object of an instance.
+type IPAddressSimple struct {
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	IPAddress *string `json:"ip_address"`
+}
+
+// LoadBalancerDeployment is one region's deployment of an instance.
+type LoadBalancerDeployment struct {
+	DeploymentStatus   string  `json:"deployment_status"`
+	DeploymentError    *string `json:"deployment_error"`
+	LoadBalancerRegion string  `json:"loadbalancer_region"`
+}
+
 // LoadBalancer is the detail model of /api/v1/loadbalancers/instances/.
 type LoadBalancer struct {
 	Meta
-	Ports            any     `json:"ports"`
-	Config           *string `json:"config"`
-	ConsumerMeta     any     `json:"consumer_meta"`
-	IPAddressValue   *string `json:"ip_address_value"`
-	DeploymentsReady int     `json:"deployments_ready"`
-	DeploymentsTotal int     `json:"deployments_total"`
+	StateReason       *string                  `json:"state_reason"`
+	Ports             []LoadBalancerPort       `json:"ports"`
+	Config            *string                  `json:"config"`
+	ConsumerMeta      any                      `json:"consumer_meta"`
+	IPAddress         *IPAddressSimple         `json:"ip_address"`
+	IPAddressValue    *string                  `json:"ip_address_value"`
+	DeploymentsReady  int                      `json:"deployments_ready"`
+	DeploymentsTotal  int                      `json:"deployments_total"`
+	RegionDeployments []LoadBalancerDeployment `json:"region_deployments"`
+}
+
+// Address is the instance's public address, "" while none is allocated.
+func (lb *LoadBalancer) Address() string {
+	if lb.IPAddressValue != nil && *lb.IPAddressValue != "" {
+		return *lb.IPAddressValue
+	}
+	if lb.IPAddress != nil && lb.IPAddress.IPAddress != nil {
+		return *lb.IPAddress.IPAddress
+	}
+	return ""
 }
 
 // LoadBalancerRow is a list row.
 type LoadBalancerRow struct {
 	Row
 	IPAddressValue *string `json:"ip_address_value"`
+	IsDeleted      bool    `json:"is_deleted"`
 }
 
 // LoadBalancerCreateRequest is LoadbalancerInstanceCreateRequest: workspace and
