@@ -175,3 +175,24 @@ const (
 	// AnnotationAPIEndpointID names the API endpoint an API-defined Endpoint CR mirrors.
 	AnnotationAPIEndpointID = "monitoring.polycrate.io/api-id"
 )
+
+// The cloud controller (seed 002 "Cloud Controller (CCM-lite)").
+const (
+	// ConditionNodeInitialized is a Host's cloud initialization: its Node got the
+	// operator's providerID and region and lost the uninitialized taint.
+	ConditionNodeInitialized = "NodeInitialized"
+	// ReasonNodeInitialized: providerID and region set, taint removed.
+	ReasonNodeInitialized = "Initialized"
+	// ReasonForeignProviderID: another provider's providerID; the Node is left alone.
+	ReasonForeignProviderID = "ForeignProviderID"
+	// ReasonWaitingForPop: the agent has no pop_name yet; the Node keeps its taint.
+	ReasonWaitingForPop = "WaitingForPop"
+	// ReasonWaitingForHostSync: the Node's Host has not synced to the API yet.
+	ReasonWaitingForHostSync = "WaitingForHostSync"
+	// AnnotationLoadBalancer is the Service annotation of service_scope:
+	// "ignore" (scope all) or "managed" (scope opt-in).
+	AnnotationLoadBalancer = "polycrate.io/loadbalancer"
+	// ProviderIDPrefix starts every providerID the operator sets:
+	// polycrate://<cluster id>/<node>.
+	ProviderIDPrefix = "polycrate://"
+)

@@ -127,6 +127,14 @@ func (s *Server) SetFaults(rules ...FaultRule) error {
 	return s.faults.set(ptrs)
 }
 
+// SetLBPoolSize changes how many addresses the load balancer pool has (0: the
+// seed's), e.g. to exhaust it (in-process tests).
+func (s *Server) SetLBPoolSize(n int) {
+	s.mu.Lock()
+	s.lbPoolSize = n
+	s.mu.Unlock()
+}
+
 // Counters returns a copy of the request counters (in-process tests).
 func (s *Server) Counters() map[string]Counter {
 	s.mu.Lock()

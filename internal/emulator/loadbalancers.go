@@ -18,6 +18,11 @@ const lbAddressDue = "_address_due"
 
 func (s *Server) lbPool() (prefix string, size int) {
 	prefix, size = s.seed.IPPool, s.seed.IPPoolSize
+	s.mu.Lock()
+	if s.lbPoolSize > 0 {
+		size = s.lbPoolSize
+	}
+	s.mu.Unlock()
 	if prefix == "" {
 		prefix = "198.51.100."
 	}

@@ -56,6 +56,7 @@ type Server struct {
 	collisions []Collision
 	requests   []RequestRecord
 	faults     *faultSet
+	lbPoolSize int // overrides the seed's ip_pool_size (SetLBPoolSize)
 }
 
 // Counter counts requests to one resource.

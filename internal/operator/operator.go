@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8sdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -27,6 +29,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/cloud"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
@@ -99,6 +102,10 @@ type Operator struct {
 	// Servers is this replica's own configuration and API connection for the
 	// servers every replica runs (the DNS webhooks).
 	Servers *operatorconfig.Replica
+	// Cloud is the cloud provider (CCM-lite); CloudControllers run the upstream
+	// cloud-node and service controllers with it while cloud_controller is enabled.
+	Cloud            *cloud.Provider
+	CloudControllers *cloud.Controllers
 }
 
 // Setup adds everything to the manager.
@@ -223,6 +230,20 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, err
 	}
 	op.Reporter.Checks = op.Monitor
+	// The cloud controller: k8s.io/cloud-provider's own controllers with the
+	// operator's Provider (internal/cloud); they log through klog, which logs
+	// through the manager's logger.
+	klog.SetLogger(mgr.GetLogger().WithName("cloud-provider"))
+	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	op.Cloud = &cloud.Provider{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Kube: kube, Config: op.Config, Conn: op.Conn,
+		Namespace: o.Namespace, Recorder: d.Recorder, Log: d.Log.WithName("cloud")}
+	op.CloudControllers = &cloud.Controllers{Provider: op.Cloud, Kube: kube, Cache: mgr.GetCache(), Config: op.Config, Log: d.Log.WithName("cloud")}
+	if err := mgr.Add(op.CloudControllers); err != nil {
+		return nil, err
+	}
 	controllers := []struct {
 		name string
 		c    interface{ SetupWithManager(manager.Manager) error }
