@@ -2,16 +2,19 @@ package cloud_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/testutil/helmchart"
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
 
@@ -33,10 +36,47 @@ func TestCloud(t *testing.T) {
 }
 
 // The cloud controller on, with load balancers in the default scope (all);
-// health reports every 2 s.
-var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
-	oc.Spec.APISync.HealthReportIntervalSeconds = 2
-	oc.Spec.CloudController.Enabled = true
-}}, func(e *testutil.OperatorEnv) {
+// health reports every 2 s. The operator runs as the chart's ServiceAccount with
+// nothing but the RBAC the chart grants with cloudController.enabled: a verb the
+// cloud controller needs and the chart lacks fails these specs.
+var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{
+	Configure: func(oc *v1.OperatorConfig) {
+		oc.Spec.APISync.HealthReportIntervalSeconds = 2
+		oc.Spec.CloudController.Enabled = true
+	},
+	BeforeStart: applyChartRBAC,
+	As: rest.ImpersonationConfig{UserName: "system:serviceaccount:polycrate:polycrate-operator",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:polycrate", "system:authenticated"}},
+}, func(e *testutil.OperatorEnv) {
 	oe, k8s, api = e, e.K8s, e.API
 })
+
+// applyChartRBAC creates the roles and bindings the chart renders with the cloud
+// controller enabled.
+func applyChartRBAC(e *testutil.OperatorEnv) error {
+	ch, err := helmchart.Load()
+	if err != nil {
+		return err
+	}
+	objs, err := helmchart.Objects(ch, map[string]any{"cloudController": map[string]any{"enabled": true}})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if o.GetNamespace() == "" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
+				o.SetNamespace(helmchart.Namespace)
+			}
+			if err := e.K8s.Create(context.Background(), o); err != nil {
+				return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+			n++
+		}
+	}
+	if n < 6 {
+		return fmt.Errorf("the chart rendered only %d RBAC objects", n)
+	}
+	return nil
+}

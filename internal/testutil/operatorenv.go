@@ -38,6 +38,7 @@ type OperatorEnv struct {
 
 	log      logr.Logger
 	s3Resync time.Duration
+	as       rest.ImpersonationConfig
 	stop     context.CancelFunc
 	done     chan error
 	ts       *httptest.Server
@@ -51,6 +52,12 @@ type OperatorEnvOptions struct {
 	Configure func(*v1.OperatorConfig)
 	// S3Resync is how often a Ready S3Bucket re-reads its credentials (default: the operator's).
 	S3Resync time.Duration
+	// BeforeStart runs when envtest, the emulator, the token Secret and the
+	// OperatorConfig exist, before the operator starts (e.g. to apply RBAC).
+	BeforeStart func(*OperatorEnv) error
+	// As runs the operator as this user (impersonation): what RBAC grants it is
+	// then all it may do. Empty: as envtest's admin.
+	As rest.ImpersonationConfig
 }
 
 // StartOperatorEnv starts everything and waits until the local cluster is registered.
@@ -59,7 +66,7 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync}
+	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As}
 	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -92,6 +99,11 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err := e.K8s.Create(ctx, oc); err != nil {
 		return nil, err
 	}
+	if o.BeforeStart != nil {
+		if err := o.BeforeStart(e); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.StartOperator(); err != nil {
 		return nil, err
 	}
@@ -107,7 +119,12 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 
 // StartOperator runs a fresh manager (also to restart the operator).
 func (e *OperatorEnv) StartOperator() error {
-	mgr, err := manager.New(e.Config, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	cfg := e.Config
+	if e.as.UserName != "" {
+		cfg = rest.CopyConfig(e.Config)
+		cfg.Impersonate = e.as
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true})
 	if err != nil {
 		return err

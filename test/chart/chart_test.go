@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/polycrate/polycrate-operator/internal/cloud"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 	"github.com/polycrate/polycrate-operator/internal/testutil/helmchart"
 )
@@ -153,6 +154,7 @@ var allFeatures = map[string]any{
 	"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}},
 	"priorityClassName": "system-cluster-critical",
 	"apiSync":           map[string]any{"token": "polycrate-dev-agent-token"},
+	"cloudController":   map[string]any{"enabled": true, "loadBalancer": map[string]any{"serviceScope": "opt-in"}},
 	"operatorConfig": map[string]any{"create": true, "spec": map[string]any{
 		"api_sync":           map[string]any{"api_url": "https://api.polycrate.io"},
 		"local_cluster":      map[string]any{"cluster_name": "production"},
@@ -314,6 +316,31 @@ var _ = Describe("the Helm chart", func() {
 			HaveKeyWithValue("group_name", "webhook.dns.polycrate.io"), HaveKeyWithValue("solver_name", "polycrate")))
 		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).NotTo(BeNil())
 		dryRun(objs)
+	})
+
+	It("grants the cloud controller's RBAC only while it is enabled, and writes its switches into the OperatorConfig", func() {
+		off := mustRender(map[string]any{"operatorConfig": map[string]any{"create": true}})
+		Expect(find(off, "ClusterRole", "polycrate-operator-cloud-controller")).To(BeNil())
+		Expect(find(off, "ClusterRoleBinding", "polycrate-operator-cloud-controller")).To(BeNil())
+		for _, o := range off {
+			if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+				rules := flatten(rulesOf(o))
+				Expect(rules).NotTo(ContainElement(HavePrefix("/nodes:update")), o.GetName())
+				Expect(rules).NotTo(ContainElement(HavePrefix("/services/status:patch")), o.GetName())
+			}
+		}
+		cc, _, _ := unstructured.NestedMap(find(off, "OperatorConfig", "default").Object, "spec", "cloud_controller")
+		Expect(cc).To(Equal(map[string]any{"enabled": false, "load_balancer": map[string]any{"enabled": true, "service_scope": "all"}}))
+
+		on := mustRender(allFeatures)
+		Expect(flatten(rulesOf(find(on, "ClusterRole", "polycrate-operator-cloud-controller")))).To(Equal(flatten(cloud.ClusterRoleRules)))
+		b := find(on, "ClusterRoleBinding", "polycrate-operator-cloud-controller")
+		Expect(b).NotTo(BeNil())
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		Expect(subjects).To(ConsistOf(map[string]any{"kind": "ServiceAccount", "name": "polycrate-operator", "namespace": "polycrate"}))
+		cc, _, _ = unstructured.NestedMap(find(on, "OperatorConfig", "default").Object, "spec", "cloud_controller")
+		Expect(cc).To(Equal(map[string]any{"enabled": true, "load_balancer": map[string]any{"enabled": true, "service_scope": "opt-in"}}))
+		dryRun(on)
 	})
 
 	It("grants icmp checks unprivileged ping sockets only when asked (a safe sysctl, no capability)", func() {
