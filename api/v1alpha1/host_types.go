@@ -48,6 +48,7 @@ type HostStatus struct {
 // +kubebuilder:printcolumn:name="CPU",type=integer,JSONPath=`.spec.resource_cpu_cores`
 // +kubebuilder:printcolumn:name="Memory MB",type=integer,JSONPath=`.spec.resource_memory`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Initialized",type=string,JSONPath=`.status.conditions[?(@.type=="NodeInitialized")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Host struct {
 	metav1.TypeMeta   `json:",inline"`
