@@ -214,32 +214,29 @@ func degraded(lb *polycrate.LoadBalancer) bool {
 // address the operator wrote and the cleanup finalizer are removed, and the
 // service controller is told that someone else implements it.
 func (b balancers) release(ctx context.Context, svc *corev1.Service) error {
-	if c, err := b.client(); err == nil {
-		lb, err := b.lookup(ctx, c, svc)
-		if err != nil {
+	// Without the API the instance cannot be looked up: letting go now could
+	// orphan it, so the Service is retried.
+	c, err := b.client()
+	if err != nil {
+		return err
+	}
+	lb, err := b.lookup(ctx, c, svc)
+	if err != nil {
+		return err
+	}
+	updated := svc.DeepCopy()
+	if lb != nil {
+		if err := b.EnsureLoadBalancerDeleted(ctx, "", svc); err != nil {
 			return err
 		}
-		if lb != nil {
-			if err := b.EnsureLoadBalancerDeleted(ctx, "", svc); err != nil {
-				return err
-			}
-			if b.Kube != nil {
-				updated := svc.DeepCopy()
-				updated.Status.LoadBalancer = corev1.LoadBalancerStatus{}
-				updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == servicehelper.LoadBalancerCleanupFinalizer })
-				if _, err := servicehelper.PatchService(b.Kube.CoreV1(), svc, updated); err != nil {
-					return fmt.Errorf("releasing the Service: %w", err)
-				}
-			}
-			return cloudprovider.ImplementedElsewhere
-		}
+		updated.Status.LoadBalancer = corev1.LoadBalancerStatus{}
 	}
-	if servicehelper.HasLBFinalizer(svc) && b.Kube != nil {
-		updated := svc.DeepCopy()
-		updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == servicehelper.LoadBalancerCleanupFinalizer })
+	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == servicehelper.LoadBalancerCleanupFinalizer })
+	if b.Kube != nil && (lb != nil || servicehelper.HasLBFinalizer(svc)) {
 		if _, err := servicehelper.PatchService(b.Kube.CoreV1(), svc, updated); err != nil {
-			return fmt.Errorf("releasing the Service: %w", err)
+			return fmt.Errorf("letting go of the Service: %w", err)
 		}
+		b.Log.Info("Service no longer managed: let go", "namespace", svc.Namespace, "service", svc.Name)
 	}
 	return cloudprovider.ImplementedElsewhere
 }

@@ -148,7 +148,9 @@ var _ = Describe("LoadBalancer Services", func() {
 		By("deleting the Service deletes the instance, then the finalizer lets the Service go")
 		id := theInstance(svc).ID
 		Expect(k8s.Delete(ctx, svc)).To(Succeed())
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})) }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}))
+		}, timeout, poll).Should(BeTrue())
 		got, err := oe.Client().LoadBalancers().Get(ctx, id)
 		Expect(polycrate.IsNotFound(err) || (err == nil && got.IsDeleted)).To(BeTrue(), "the instance is deleted in the API")
 	})
