@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +33,7 @@ type expectation struct {
 var expectations = []expectation{
 	{"Endpoint", &v1.EndpointList{}, 8, []string{"synced"}},
 	{"K8sApp", &v1.K8sAppList{}, 3, []string{"Synced"}},
-	{"Host", &v1.HostList{}, 2, []string{"Synced"}},
+	{"Host", &v1.HostList{}, 3, []string{"Synced"}},
 	{"K8sVolume", &v1.K8sVolumeList{}, 1, []string{"Synced"}},
 	{"Backup", &v1.BackupList{}, 1, []string{"Synced"}},
 	{"BackupSchedule", &v1.BackupScheduleList{}, 1, []string{"Synced"}},
@@ -86,6 +88,15 @@ func pending(ctx context.Context, c client.Client) string {
 				missing = append(missing, fmt.Sprintf("%s %s/%s: phase %q %s", e.kind, o.GetNamespace(), o.GetName(), phase, msg))
 			}
 		}
+	}
+	// The cloud controller: worker-3 initialized, shop-lb with its address.
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-3"}, n); err != nil || n.Spec.ProviderID == "" {
+		missing = append(missing, "Node worker-3: not initialized by the cloud controller yet")
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "shop-lb"}, svc); err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		missing = append(missing, "Service shop/shop-lb: no load balancer address yet")
 	}
 	return strings.Join(missing, "; ")
 }
@@ -253,6 +264,21 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 	}
 	for _, ct := range certs {
 		add("certificates", ct.Name, fmt.Sprintf("%s/%s, %s", ct.Namespace, ct.Name, ct.CertificateStatus))
+	}
+	lbs, err := api.LoadBalancers().List(ctx, polycrate.Query())
+	if err != nil {
+		return err
+	}
+	for _, l := range lbs {
+		d, err := api.LoadBalancers().Get(ctx, l.ID)
+		if err != nil {
+			return err
+		}
+		var ports []string
+		for _, p := range d.Ports {
+			ports = append(ports, fmt.Sprintf("%d→NodePort %d", p.Port, p.TargetPort))
+		}
+		add("loadbalancers/instances", deref(d.DisplayName), fmt.Sprintf("%s, %s", orDash(d.Address()), strings.Join(ports, " ")))
 	}
 	buckets, err := api.Buckets().List(ctx, polycrate.Query())
 	if err != nil {

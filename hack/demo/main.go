@@ -134,6 +134,7 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Name: v1.DefaultOperatorConfigName, Namespace: v1.DefaultOperatorNamespace}}
 	oc.Spec.APISync.APIURL = "http://" + apiAddr
 	oc.Spec.LocalCluster.ClusterName = "demo"
+	oc.Spec.CloudController.Enabled = true                       // node initialization and load balancers (docs/cloud-controller.md)
 	oc.Spec.APISync.HealthReportIntervalSeconds = 10             // check results reach the API with the health report
 	oc.Spec.ExternalDNSWebhook.Port = int32(demoExternalDNSPort) //nolint:gosec // a port
 	if err := ensure(ctx, c, oc); err != nil {

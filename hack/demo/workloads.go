@@ -40,6 +40,7 @@ func applyWorkloads(ctx context.Context, c client.Client) error {
 		{"Nodes worker-1, worker-2 and a PersistentVolume", nodesAndVolumes},
 		{"Velero Backup and Schedule, cert-manager Certificate", backupsAndCertificates},
 		{"S3Bucket shop-assets", s3Bucket},
+		{"Node worker-3 registered by a kubelet with --cloud-provider=external (tainted), Service shop-lb of type LoadBalancer", cloudWorkloads},
 		{fmt.Sprintf("Endpoints status-ok and status-down checking the local status server on port %d (/healthz, /down)", statusPort), localTargets},
 	}
 	for _, s := range steps {
@@ -232,6 +233,23 @@ func s3Bucket(ctx context.Context, c client.Client) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cloudWorkloads: what the cloud controller acts on. worker-3 waits for its
+// Host to sync, then gets providerID and region; shop-lb gets a load balancer
+// instance targeting every node's NodePort, and its address.
+func cloudWorkloads(ctx context.Context, c client.Client) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-3"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.13"}},
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}}}
+	if err := ensure(ctx, c, n); err != nil {
+		return err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop-lb"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "shop"},
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	return ensure(ctx, c, svc)
+}
 
 // statusPort is the local status server's port (a real target for the checks:
 // the demo's Ingress hosts are example domains that do not resolve here).
