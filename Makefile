@@ -66,7 +66,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand), the chart's alerts and dashboard (test/promql), then one demo run.
+test: manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds and envtest integration (control plane built on demand), the chart's alerts and dashboard (test/promql), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 	rm -rf bin/demo-test
@@ -74,6 +74,14 @@ test: manifests generate vet envtest ## Run all tests: unit, fuzz seeds and envt
 	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
 	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
+
+.PHONY: chromium
+chromium: ## Make sure a headless Chromium exists for the browser test of the rollout dashboard (Debian's package; installed when run as root).
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing Debian's chromium for the dashboard's browser test"; \
+	      (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    else echo "make test needs a headless Chromium: apt-get install chromium (as root)"; exit 1; fi; }
 
 .PHONY: bench
 bench: envtest ## Run the benchmarks, then the scale harness (test/perf; PERF_ARGS for sizes). Not part of make test.

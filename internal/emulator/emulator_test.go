@@ -399,35 +399,83 @@ func TestAuthAndTenancy(t *testing.T) {
 	}
 }
 
+// TestOperatorRolloutBatching: seed 000's gating and blockers, one rule each.
 func TestOperatorRolloutBatching(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	seed := testSeed(t)
 	seed.Organizations = append(seed.Organizations, SeedOrganization{Name: "initech", Workspaces: []SeedWorkspace{
-		{Name: "initech-prod", Pop: "fra1", Tokens: []string{"third-token"}}}})
-	_, ts := newTestServer(t, Config{Seed: seed})
+		{Name: "initech-prod", Pop: "fra1", Tokens: []string{"third-token"}},
+		{Name: "initech-dev", Pop: "fra1", Tokens: []string{"fourth-token"}},
+		{Name: "initech-lab", Pop: "fra1"}}})
+	srv, ts := newTestServer(t, Config{Seed: seed, Now: clock, AgentSilenceThreshold: 2 * time.Minute})
+	cluster := map[string]string{} // token → cluster id
 	var apps []string
-	for _, tok := range []string{DevAgentToken, otherAgentToken, "third-token"} {
-		do(t, ts.URL, tok, "POST", "/api/v1/agent/health/", map[string]any{"kind": "operator", "version": "0.1.0"})
+	for _, tok := range []string{DevAgentToken, otherAgentToken, "third-token", "fourth-token"} {
+		if tok != "fourth-token" { // initech-dev has a token, but no operator ever reported
+			do(t, ts.URL, tok, "POST", "/api/v1/agent/health/", map[string]any{"kind": "operator", "version": "0.1.0"})
+		}
 		_, c, _ := do(t, ts.URL, tok, "POST", "/api/v1/kubernetes/clusters/", map[string]any{"kind": "generic", "name": "c"})
+		cluster[tok] = c["id"].(string)
 		_, a, _ := do(t, ts.URL, tok, "POST", "/api/v1/kubernetes/apps/", map[string]any{"name": "polycrate-operator", "kind": "polycrate",
 			"k8s_cluster": c["id"], "installed_version": "0.1.0"})
 		apps = append(apps, tok+" "+a["id"].(string))
 	}
-	do(t, ts.URL, DevSystemToken, "PATCH", "/api/v1/system/config/", map[string]any{"OPERATOR_BLOCK_VERSION": "0.2.0", "OPERATOR_ROLLOUT_PERCENTAGE": 34})
-	status, agg, raw := do(t, ts.URL, DevSystemToken, "GET", "/api/v1/operator-rollout/", nil)
-	if status != 200 {
-		t.Fatalf("%d %s", status, raw)
+	// initech-lab: a cluster the platform registered; its workspace has no agent token.
+	_, wss, _ := do(t, ts.URL, DevSystemToken, "GET", "/api/v1/workspaces/?name_exact=initech-lab", nil)
+	lab := wss["results"].([]any)[0].(map[string]any)["id"].(string)
+	_, c, raw := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/kubernetes/clusters/", map[string]any{"kind": "generic", "name": "lab", "workspace_id": lab})
+	if c["id"] == nil {
+		t.Fatalf("lab cluster: %s", raw)
 	}
-	counts := map[string]int{}
-	var waiting string
-	for _, c := range agg["clusters"].([]any) {
-		row := c.(map[string]any)
-		counts[row["rollout_status"].(string)]++
-		if row["rollout_status"] == "waiting_canary" {
-			waiting = row["cluster_id"].(string)
+	// The other workspace's operator falls silent: CRITICAL after the threshold.
+	advance(3 * time.Minute)
+	for _, tok := range []string{DevAgentToken, "third-token"} {
+		do(t, ts.URL, tok, "POST", "/api/v1/agent/health/", map[string]any{"kind": "operator", "version": "0.1.0"})
+	}
+	srv.Tick()
+	// initech-prod is in a maintenance now.
+	_, wsp, _ := do(t, ts.URL, DevSystemToken, "GET", "/api/v1/workspaces/?name_exact=initech-prod", nil)
+	prod := wsp["results"].([]any)[0].(map[string]any)["id"].(string)
+	if st, _, raw := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/maintenances/", map[string]any{"name": "kernel updates", "workspace_id": prod,
+		"start": now.Add(-time.Minute).Format(time.RFC3339), "end": now.Add(time.Hour).Format(time.RFC3339)}); st != 201 {
+		t.Fatalf("maintenance: %d %s", st, raw)
+	}
+	do(t, ts.URL, DevSystemToken, "PATCH", "/api/v1/system/config/", map[string]any{"OPERATOR_BLOCK_VERSION": "0.2.0", "OPERATOR_ROLLOUT_PERCENTAGE": 20})
+
+	rows := func(token string) map[string]map[string]any {
+		t.Helper()
+		status, agg, raw := do(t, ts.URL, token, "GET", "/api/v1/operator-rollout/", nil)
+		if status != 200 {
+			t.Fatalf("%d %s", status, raw)
+		}
+		out := map[string]map[string]any{}
+		for _, c := range agg["clusters"].([]any) {
+			row := c.(map[string]any)
+			out[row["cluster_id"].(string)] = row
+		}
+		return out
+	}
+	expect := func(r map[string]any, status, blocker string) {
+		t.Helper()
+		if r["rollout_status"] != status || (blocker != "" && !strings.Contains(fmt.Sprint(r["blockers"]), blocker)) {
+			t.Fatalf("row %v: want %s with a blocker saying %q", r, status, blocker)
 		}
 	}
-	if counts["updating"] != 2 || counts["waiting_canary"] != 1 {
-		t.Fatalf("34%% of 3 clusters = 2 in the batch: %v", counts)
+	all := rows(DevSystemToken)
+	if len(all) != 5 {
+		t.Fatalf("rows %v", all)
+	}
+	// 20 % of 5 = 1 at a time: the cluster in maintenance goes first.
+	expect(all[cluster["third-token"]], RolloutUpdating, "maintenance active: kernel updates")
+	expect(all[cluster[DevAgentToken]], RolloutWaitingCanary, "canary gate")
+	expect(all[cluster[otherAgentToken]], RolloutDeferredCritical, "state CRITICAL")
+	expect(all[cluster["fourth-token"]], RolloutBlocked, "OperatorConfig missing")
+	expect(all[c["id"].(string)], RolloutBlocked, "no agent token")
+	if all[cluster["third-token"]]["desired_version"] != "0.2.0" || all[cluster[DevAgentToken]]["desired_version"] != "0.1.0" {
+		t.Fatalf("desired versions: %v", all)
 	}
 	// The app of each cluster shows its desired version.
 	desired := map[string]int{}
@@ -436,19 +484,40 @@ func TestOperatorRolloutBatching(t *testing.T) {
 		_, app, _ := do(t, ts.URL, tok, "GET", "/api/v1/kubernetes/apps/"+id+"/", nil)
 		desired[fmt.Sprint(app["desired_version"])]++
 	}
-	if desired["0.2.0"] != 2 || desired["0.1.0"] != 1 {
+	if desired["0.2.0"] != 1 || desired["0.1.0"] != 3 {
 		t.Fatalf("desired versions %v", desired)
 	}
-	// Force the waiting cluster; pause it again.
-	if _, row, _ := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/operator-rollout/"+waiting+"/force-update/", nil); row["rollout_status"] != "forced" || row["desired_version"] != "0.2.0" {
+
+	// Force the waiting cluster: updated regardless of the gate (and no slot taken).
+	if _, row, _ := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/operator-rollout/"+cluster[DevAgentToken]+"/force-update/", nil); row["rollout_status"] != RolloutForced || row["desired_version"] != "0.2.0" {
 		t.Fatalf("force: %v", row)
 	}
-	if _, row, _ := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/operator-rollout/"+waiting+"/pause/", nil); row["rollout_status"] != "paused" || row["desired_version"] != "0.1.0" {
+	expect(rows(DevSystemToken)[cluster["third-token"]], RolloutUpdating, "")
+	// Pause the one in maintenance: skipped; the batch slot is free, nobody else may take it.
+	if _, row, _ := do(t, ts.URL, DevSystemToken, "POST", "/api/v1/operator-rollout/"+cluster["third-token"]+"/pause/", nil); row["rollout_status"] != RolloutPaused || row["desired_version"] != "0.1.0" {
 		t.Fatalf("pause: %v", row)
 	}
-	if s, _, _ := do(t, ts.URL, DevAgentToken, "GET", "/api/v1/operator-rollout/", nil); s != 403 {
-		t.Fatalf("agents read the rollout: %d", s)
+	// The silent operator reports again: no longer CRITICAL, it takes the slot.
+	do(t, ts.URL, otherAgentToken, "POST", "/api/v1/agent/health/", map[string]any{"kind": "operator", "version": "0.1.0"})
+	srv.Tick()
+	expect(rows(DevSystemToken)[cluster[otherAgentToken]], RolloutUpdating, "")
+
+	// A customer sees its own cluster's row only, and may not steer.
+	own := rows(DevAgentToken)
+	if len(own) != 1 || own[cluster[DevAgentToken]] == nil {
+		t.Fatalf("a customer's rows: %v", own)
 	}
+	if s, _, _ := do(t, ts.URL, DevAgentToken, "POST", "/api/v1/operator-rollout/"+cluster[DevAgentToken]+"/pause/", nil); s != 403 {
+		t.Fatalf("a customer paused: %d", s)
+	}
+	// An updated cluster is up to date; the histogram counts versions.
+	_, a0, _ := strings.Cut(apps[0], " ")
+	do(t, ts.URL, DevAgentToken, "PATCH", "/api/v1/kubernetes/apps/"+a0+"/", map[string]any{"installed_version": "0.2.0"})
+	_, agg, _ := do(t, ts.URL, DevSystemToken, "GET", "/api/v1/operator-rollout/", nil)
+	if v := agg["versions"].(map[string]any); v["0.2.0"] != 1.0 || v["0.1.0"] != 3.0 {
+		t.Fatalf("versions %v", v)
+	}
+	expect(rows(DevSystemToken)[cluster[DevAgentToken]], RolloutUpToDate, "")
 }
 
 func TestIndexPageAndNoControls(t *testing.T) {

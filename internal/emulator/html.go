@@ -44,7 +44,8 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!doctype html>
 td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:left}th{background:#eef}
 h2{font-size:18px;margin-bottom:4px}.empty{color:#888;margin-bottom:2em}</style></head><body>
 <h1>Polycrate API emulator</h1>
-<p>What the API holds. JSON at <code>/api/v1/…</code>; test controls at <code>/_emulator/</code>.</p>
+<p>What the API holds. JSON at <code>/api/v1/…</code>; test controls at <code>/_emulator/</code>;
+the <a href="/system/operator-rollout/">Operator Rollout</a> dashboard.</p>
 {{range .}}<h2>{{.Title}} ({{len .Rows}})</h2>
 {{if .Rows}}<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>

@@ -472,6 +472,15 @@ var Table = []*Resource{
 		ListFields: []string{"kind", "severity", "is_active", "started_at", "ended_at", "affected_objects"},
 	},
 	{
+		Name: "maintenances", Path: "/api/v1/maintenances/", Source: "reference core §12.1",
+		Fields: managed(F("name", String), F("start", DateTime, req), F("end", DateTime, req),
+			F("organization_id", UUID, null, wo), F("workspace_id", UUID, null, wo), F("affected_pop_ids", Any, wo),
+			F("draft", Bool, def(false)), F("reference_url", String, null), F("kind", String, enum("generic"))),
+		Scope: ScopeGlobal, SoftDelete: true, AgentReadOnly: true,
+		Filters:    map[string]string{"name_exact": "name", "draft": "draft"},
+		ListFields: []string{"start", "end", "draft"},
+	},
+	{
 		Name: "block-rollout-configs", Path: "/api/v1/block-rollout-configs/", Source: "reference core §10",
 		Fields: managed(F("name", String), F("kind", String, enum("trigger", "config"), def("config")),
 			F("block_name", String, null), F("active", Bool), F("is_system_config", Bool, def(false)),

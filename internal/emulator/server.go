@@ -239,6 +239,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveControls(sw, r)
 		return
+	case strings.HasPrefix(path, "/system/operator-rollout"):
+		if s.cfg.NoControls {
+			writeError(sw, http.StatusNotFound, "client_error", "not_found", "Not found.", nil)
+			return
+		}
+		s.serveDashboard(sw, r)
+		return
 	case !strings.HasPrefix(path, "/api/"):
 		writeError(sw, http.StatusNotFound, "client_error", "not_found", "Not found.", nil)
 		return

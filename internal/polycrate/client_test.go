@@ -364,8 +364,13 @@ func TestResourceRoundTrips(t *testing.T) {
 		if len(ro.Clusters) == 0 {
 			t.Fatal("rollout aggregate")
 		}
-		if _, err := c.GetOperatorRollout(ctx); !polycrate.IsForbidden(err) {
-			t.Fatalf("agent reads rollout: %v", err)
+		// A customer's token sees its own clusters' rows only, and may not steer.
+		own := must(c.GetOperatorRollout(ctx))
+		if len(own.Clusters) != 1 || own.Clusters[0].WorkspaceName != "production" {
+			t.Fatalf("an agent's rollout rows: %+v", own.Clusters)
+		}
+		if _, err := c.PauseOperatorRollout(ctx, own.Clusters[0].ClusterID); !polycrate.IsForbidden(err) {
+			t.Fatalf("agent pauses: %v", err)
 		}
 		if len(must(c.Pops().List(ctx, nil))) != 2 || len(must(c.Organizations().List(ctx, nil))) != 1 {
 			t.Fatal("PoPs are global; an agent sees only its own organization")

@@ -222,6 +222,10 @@ type RolloutCluster struct {
 	State            string   `json:"state"`
 	RolloutStatus    string   `json:"rollout_status"`
 	Blockers         []string `json:"blockers"`
+	Heartbeat        *string  `json:"heartbeat"`
+	Paused           bool     `json:"paused"`
+	Forced           bool     `json:"forced"`
+	Maintenance      string   `json:"maintenance"`
 }
 
 // OperatorRollout is the operator-rollout aggregate (extension, platform tokens).
