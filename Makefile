@@ -5,10 +5,10 @@
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
-VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION    ?= $(shell go run ./hack/version 2>/dev/null || echo dev)
 COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-IMG        ?= polycrate-operator:$(VERSION)
+IMG        ?= polycrate-operator:$(subst +,_,$(VERSION))
 CONTAINER_TOOL ?= docker
 
 VERSION_PKG := github.com/polycrate/polycrate-operator/internal/version

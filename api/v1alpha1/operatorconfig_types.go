@@ -435,6 +435,8 @@ type LocalClusterStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.local_cluster.cluster_name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.operator_version.installed`
+// +kubebuilder:printcolumn:name="Desired",type=string,JSONPath=`.status.operator_version.desired`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OperatorConfig struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -66,6 +66,7 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 		tokened[p.workspace] = true
 	}
 	var candidates []*RolloutRow
+	dispatched := map[string]bool{} // clusters already sent to the target: they keep their slot
 	for _, c := range s.store.List("kubernetes/clusters") {
 		if c.DeletedAt != nil {
 			continue
@@ -103,6 +104,7 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 		if f, ok := s.store.Get(internalResource, "rollout:"+c.ID); ok {
 			row.Paused, _ = f.Data["paused"].(bool)
 			row.Forced, _ = f.Data["forced"].(bool)
+			dispatched[c.ID] = target != "" && f.Data["dispatched"] == target
 		}
 		switch {
 		case !tokened[c.Workspace]:
@@ -139,9 +141,13 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].ClusterID < rows[j].ClusterID })
 	batch := int(math.Ceil(float64(len(rows)) * pct / 100))
-	// Clusters in an active maintenance first, then by id; a cluster that is
-	// already updating keeps its slot ahead of one that has not started.
+	// A cluster already sent to the target keeps its slot (an update in flight
+	// cannot be called back); then clusters in an active maintenance, then by id.
 	sort.SliceStable(candidates, func(i, j int) bool {
+		di, dj := dispatched[candidates[i].ClusterID], dispatched[candidates[j].ClusterID]
+		if di != dj {
+			return di
+		}
 		mi, mj := candidates[i].Maintenance != "", candidates[j].Maintenance != ""
 		if mi != mj {
 			return mi
@@ -153,12 +159,31 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 			row.RolloutStatus = RolloutUpdating
 			t := target
 			row.DesiredVersion = &t
+			if !dispatched[row.ClusterID] {
+				s.markDispatched(row.ClusterID, target)
+			}
 		} else {
 			row.RolloutStatus = RolloutWaitingCanary
 			row.Blockers = append(row.Blockers, fmt.Sprintf("canary gate: not in the current batch (%g %% of %d clusters = %d at a time)", pct, len(rows), batch))
 		}
 	}
 	return target, pct, rows
+}
+
+// markDispatched records that a cluster was sent to the target version.
+func (s *Server) markDispatched(clusterID, target string) {
+	id := "rollout:" + clusterID
+	_ = s.store.Update(internalResource, func(objs map[string]*Object) ([]*Object, error) {
+		f := objs[id]
+		if f == nil {
+			f = &Object{Resource: internalResource, ID: id, Data: map[string]any{}}
+		} else {
+			f = f.clone()
+		}
+		f.Data["dispatched"] = target
+		objs[id] = f
+		return []*Object{f}, nil
+	})
 }
 
 // activeMaintenances are the published maintenances in progress.
