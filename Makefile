@@ -75,6 +75,10 @@ test: manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds
 	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
 
+.PHONY: fleet
+fleet: envtest ## Roll a new operator version across a big simulated fleet (test/fleet: 2 real operators on envtest, 40 simulated agents); make test runs a reduced one.
+	go test ./test/fleet -count=1 -v -timeout 30m -args -fleet.real=2 -fleet.simulated=40 -fleet.percentage=10
+
 .PHONY: chromium
 chromium: ## Make sure a headless Chromium exists for the browser test of the rollout dashboard (Debian's package; installed when run as root).
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \

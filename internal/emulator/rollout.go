@@ -131,7 +131,9 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 			row.DesiredVersion = &t
 		case !tokened[c.Workspace] || !hasAgent:
 			row.RolloutStatus = RolloutBlocked
-		case row.State == "CRITICAL":
+		case row.State == "CRITICAL" && !dispatched[c.ID]:
+			// (An update in flight keeps its slot: a restarting operator may miss a
+			// heartbeat or two.)
 			row.RolloutStatus = RolloutDeferredCritical
 			row.Blockers = append(row.Blockers, "state CRITICAL: deferred until it settles")
 		default:
