@@ -93,6 +93,11 @@ const (
 	ConditionAPIConnected           = "APIConnected"
 	ConditionWorkspaceResolved      = "WorkspaceResolved"
 	ConditionLocalClusterRegistered = "LocalClusterRegistered"
+	// ConditionCRDsInstalled says what the CRD installation on start did: True
+	// when every CRD is this operator's, False when one was left as installed
+	// (a newer operator's, or one that would drop a stored version) or the apply
+	// failed and the operator runs with the installed ones.
+	ConditionCRDsInstalled = "CRDsInstalled"
 )
 
 // Condition reasons shared by the controllers.
@@ -125,6 +130,9 @@ const (
 	ReasonLocalClusterRegistered = "Registered"
 	ReasonLocalClusterAdopted    = "AdoptedExisting"
 	ReasonOperatorConfigMissing  = "OperatorConfigMissing"
+	ReasonCRDsInstalled          = "Installed"
+	ReasonCRDsLeftAsInstalled    = "LeftAsInstalled"
+	ReasonCRDInstallFailed       = "InstallFailed"
 	ReasonProvisioning           = "Provisioning"
 	ReasonWaitingForCredentials  = "WaitingForCredentials"
 	ReasonUnknownRegion          = "UnknownRegion"

@@ -85,12 +85,13 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			if err != nil {
 				return err
 			}
+			var crdReport *crds.Report
 			if o.installCRDs {
 				c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
 				if err != nil {
 					return err
 				}
-				if err := crds.SelfInstall(cmd.Context(), c, version.Get(), logger.WithName("crds")); err != nil {
+				if crdReport, err = crds.SelfInstall(cmd.Context(), c, version.Get(), logger.WithName("crds")); err != nil {
 					return err
 				}
 			} else {
@@ -103,7 +104,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
 				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
 				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
-				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig})}); err != nil {
+				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,

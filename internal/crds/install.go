@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -96,6 +97,21 @@ func newerThan(installed, ours string) bool {
 	return err1 == nil && err2 == nil && iv.GreaterThan(ov)
 }
 
+// droppedStoredVersions are the live CRD's stored versions the new one lacks.
+func droppedStoredVersions(live, next *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, v := range live.Status.StoredVersions {
+		found := false
+		for _, nv := range next.Spec.Versions {
+			found = found || nv.Name == v
+		}
+		if !found {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func applyOne(ctx context.Context, c client.Client, crd CRD, opts InstallOptions) (Result, error) {
 	res := Result{Name: crd.Object.Name, Kind: crd.Kind()}
 
@@ -112,6 +128,17 @@ func applyOne(ctx context.Context, c client.Client, crd CRD, opts InstallOptions
 		if installed := before.Annotations[VersionAnnotation]; newerThan(installed, opts.Version) {
 			res.Action = Skipped
 			res.Reason = fmt.Sprintf("installed by operator %s, newer than this operator (%s); not downgraded", installed, opts.Version)
+			return res, nil
+		}
+	}
+
+	// Objects stored in a version this CRD no longer has would be unreadable: the
+	// API server refuses such an update with a terse error; say it plainly instead.
+	if existed {
+		if dropped := droppedStoredVersions(before, crd.Object); len(dropped) > 0 {
+			res.Action = Skipped
+			res.Reason = fmt.Sprintf("this operator's CRD has no version %s, which objects are still stored in (status.storedVersions); "+
+				"not applied: migrate the stored objects first, or run an operator version that serves it", strings.Join(dropped, ", "))
 			return res, nil
 		}
 	}

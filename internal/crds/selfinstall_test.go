@@ -68,7 +68,9 @@ func versionSpecs() {
 
 	It("SelfInstall logs what it did", func() {
 		var buf bytes.Buffer
-		Expect(crds.SelfInstall(ctx, k8s, "v0.4.0", bufferLogger(&buf))).To(Succeed())
+		rep, err := crds.SelfInstall(ctx, k8s, "v0.4.0", bufferLogger(&buf))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Counts[crds.Updated]).To(Equal(10))
 		Expect(buf.String()).To(ContainSubstring(`"msg"="CRD updated"`))
 		Expect(buf.String()).To(ContainSubstring(`"updated"=10`))
 	})
@@ -83,8 +85,10 @@ func versionSpecs() {
 		Expect(k8s.Create(ctx, readerBinding("no-crd-rights"))).To(Succeed())
 
 		var buf bytes.Buffer
-		Eventually(func() error { return crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf)) }).Should(Succeed())
+		var rep *crds.Report
+		Eventually(func() (err error) { rep, err = crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf)); return err }).Should(Succeed())
 		Expect(buf.String()).To(ContainSubstring("could not update the CRDs; running with the installed ones"))
+		Expect(rep.Err).To(HaveOccurred(), "the report keeps the failure the operator runs despite")
 
 		s3 := &apiextensionsv1.CustomResourceDefinition{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "s3buckets.polycrate.io"}, s3)).To(Succeed())
@@ -92,13 +96,41 @@ func versionSpecs() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "s3buckets.polycrate.io"}, &apiextensionsv1.CustomResourceDefinition{}))
 		}, 30*time.Second).Should(BeTrue())
-		err = crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf))
+		_, err = crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf))
 		Expect(err).To(MatchError(ContainSubstring("s3buckets.polycrate.io is not installed")))
 		Expect(err).To(MatchError(ContainSubstring("install-crds")))
 
 		// With the rights, the missing CRD comes back.
-		Expect(crds.SelfInstall(ctx, k8s, "v0.5.0", bufferLogger(&buf))).To(Succeed())
+		_, err = crds.SelfInstall(ctx, k8s, "v0.5.0", bufferLogger(&buf))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "s3buckets.polycrate.io"}, s3)).To(Succeed())
+	})
+
+	It("never drops a version objects are still stored in: the CRD is left as installed, with the reason", func() {
+		var buf bytes.Buffer
+		_, err := crds.SelfInstall(ctx, k8s, "v0.6.0", bufferLogger(&buf))
+		Expect(err).NotTo(HaveOccurred())
+		// A newer operator served K8sVolumes as v1beta1 and stored objects in it.
+		vol := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol)).To(Succeed())
+		beta := *vol.Spec.Versions[0].DeepCopy()
+		beta.Name = "v1beta1"
+		vol.Spec.Versions[0].Storage = false
+		vol.Spec.Versions = append(vol.Spec.Versions, beta)
+		Expect(k8s.Update(ctx, vol)).To(Succeed())
+		Eventually(func() []string {
+			_ = k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol)
+			return vol.Status.StoredVersions
+		}, 30*time.Second).Should(ContainElement("v1beta1"))
+
+		// This operator's CRD has only v1alpha1: applying it would strand them.
+		rep, err := crds.SelfInstall(ctx, k8s, "v0.6.0", bufferLogger(&buf))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rep.Skipped).To(ConsistOf(And(HavePrefix("k8svolumes.polycrate.io: "), ContainSubstring("no version v1beta1"),
+			ContainSubstring("status.storedVersions"))))
+		Expect(buf.String()).To(ContainSubstring("CRD left as installed"))
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol)).To(Succeed())
+		Expect(vol.Spec.Versions).To(HaveLen(2), "the CRD is untouched")
 	})
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
+	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -67,6 +68,9 @@ type Options struct {
 	// DNS01CertDir holds the DNS01 webhook's serving certificate (tls.crt, tls.key;
 	// default /tls, where the chart mounts it).
 	DNS01CertDir string
+	// CRDs is what the CRD installation on start did (nil: it did not run); the
+	// OperatorConfig's CRDsInstalled condition says it.
+	CRDs *crds.Report
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -250,7 +254,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}{
 		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, APIReader: mgr.GetAPIReader(), Secrets: secrets, SecretSource: secretSource,
 			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
-			Errors: op.Errors, SetLogLevel: o.SetLogLevel}},
+			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: o.CRDs}},
 		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,
 			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.

@@ -23,6 +23,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -473,6 +474,10 @@ var _ = Describe("a fleet rollout", func() {
 				g.Expect(oc.Status.OperatorVersion).NotTo(BeNil())
 				g.Expect(oc.Status.OperatorVersion.Installed).To(Equal(newVersion))
 				g.Expect(oc.Status.OperatorVersion.Desired).To(Equal(newVersion))
+				c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionCRDsInstalled)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(c.Message).To(ContainSubstring("applied by operator " + newVersion))
 			}, time.Minute, 250*time.Millisecond).Should(Succeed())
 			Expect(rows[r.name].InstalledVersion).To(Equal(ptr.To(newVersion)))
 		}
@@ -494,6 +499,11 @@ var _ = Describe("a fleet rollout", func() {
 			g.Expect(back.k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc)).To(Succeed())
 			g.Expect(oc.Status.OperatorVersion).NotTo(BeNil())
 			g.Expect(oc.Status.OperatorVersion.Installed).To(Equal(oldVersion))
+			// The OperatorConfig says the CRDs are a newer operator's.
+			c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionCRDsInstalled)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1.ReasonCRDsLeftAsInstalled))
+			g.Expect(c.Message).To(ContainSubstring("newer than this operator"))
 		}, time.Minute, 250*time.Millisecond).Should(Succeed())
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		Expect(back.k8s.Get(ctx, client.ObjectKey{Name: "operatorconfigs.polycrate.io"}, crd)).To(Succeed())

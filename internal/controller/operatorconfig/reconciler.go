@@ -27,6 +27,7 @@ import (
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -54,6 +55,8 @@ type Reconciler struct {
 	// SetLogLevel applies the cluster record's operator_loglevel (1 Info, 2 Debug,
 	// 3 Trace; 0 = back to the --zap-log-level flag's level). Nil: not applied.
 	SetLogLevel func(level int)
+	// CRDs is what the CRD installation on start did (nil: it did not run).
+	CRDs *crds.Report
 
 	logLevel int
 	// lastLocal is the local cluster this process last registered. A reconcile that
@@ -105,6 +108,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	// that every reconcile from then on sees the change.
 	r.publish(oc, nil)
 	oc.MarkObserved()
+	r.crdCondition(oc)
 
 	// 2. API sync off: nothing to connect.
 	if !liveconfig.Enabled(spec.APISync.Enabled) {
@@ -179,6 +183,25 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
 		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 	return result, nil
+}
+
+// crdCondition says what the CRD installation on start did.
+func (r *Reconciler) crdCondition(oc *v1.OperatorConfig) {
+	rep := r.CRDs
+	switch {
+	case rep == nil:
+		return
+	case rep.Err != nil:
+		r.setCondition(oc, v1.ConditionCRDsInstalled, metav1.ConditionFalse, v1.ReasonCRDInstallFailed,
+			"could not apply this operator's CRDs (running with the installed ones): "+rep.Err.Error())
+	case len(rep.Skipped) > 0:
+		r.setCondition(oc, v1.ConditionCRDsInstalled, metav1.ConditionFalse, v1.ReasonCRDsLeftAsInstalled,
+			fmt.Sprintf("operator %s left %d CRD(s) as installed: %s", rep.Version, len(rep.Skipped), strings.Join(rep.Skipped, "; ")))
+	default:
+		r.setCondition(oc, v1.ConditionCRDsInstalled, metav1.ConditionTrue, v1.ReasonCRDsInstalled,
+			fmt.Sprintf("applied by operator %s: %d created, %d updated, %d unchanged", rep.Version,
+				rep.Counts[crds.Created], rep.Counts[crds.Updated], rep.Counts[crds.Unchanged]))
+	}
 }
 
 // publish stores a new snapshot when the configuration, the local cluster or the
