@@ -41,6 +41,7 @@ Polycrate API. It is configured by one OperatorConfig named "default" in its nam
 		newStatusCommand(),
 		newCleanupCommand(),
 		newVersionCommand(),
+		newPreflightCommand(),
 	)
 	return root
 }
