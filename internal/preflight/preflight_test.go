@@ -227,7 +227,9 @@ var _ = Describe("the checklist", Ordered, func() {
 	})
 
 	It("warns about a node clock ahead of the API server's, and misses a node without pod network", func() {
-		setStatus(node, func() { node.Status.Conditions = readyNode("worker-1", time.Now().Add(3*time.Minute)).Status.Conditions })
+		setStatus(node, func() {
+			node.Status.Conditions = readyNode("worker-1", time.Now().Add(3*time.Minute)).Status.Conditions
+		})
 		r := rowOf(check(deployer, preflight.Options{}), "DNS and NTP")
 		Expect(r.Verdict).To(Equal(preflight.Warning))
 		Expect(r.Found).To(ContainSubstring("worker-1 ahead"))
