@@ -98,6 +98,9 @@ const (
 	// (a newer operator's, or one that would drop a stored version) or the apply
 	// failed and the operator runs with the installed ones.
 	ConditionCRDsInstalled = "CRDsInstalled"
+	// ConditionPreflightPassed: the last run of the provided-cluster checklist
+	// found every hard requirement (reason Passed, or Missing with the summary).
+	ConditionPreflightPassed = "PreflightPassed"
 )
 
 // Condition reasons shared by the controllers.
@@ -133,6 +136,12 @@ const (
 	ReasonCRDsInstalled          = "Installed"
 	ReasonCRDsLeftAsInstalled    = "LeftAsInstalled"
 	ReasonCRDInstallFailed       = "InstallFailed"
+	ReasonPreflightPassed        = "Passed"
+	ReasonPreflightMissing       = "RequirementMissing"
+	// AnnotationPreflight on the API's cluster record holds the checklist's
+	// summary line; AnnotationPreflightCheckedAt when it ran.
+	AnnotationPreflight          = "polycrate.io/preflight"
+	AnnotationPreflightCheckedAt = "polycrate.io/preflight-checked-at"
 	ReasonProvisioning           = "Provisioning"
 	ReasonWaitingForCredentials  = "WaitingForCredentials"
 	ReasonUnknownRegion          = "UnknownRegion"

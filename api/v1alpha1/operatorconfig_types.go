@@ -357,6 +357,10 @@ type OperatorConfigStatus struct {
 	// OperatorVersion is this operator's version and the one the API's rollout wants.
 	// +optional
 	OperatorVersion *OperatorVersionStatus `json:"operator_version,omitempty"`
+	// Preflight is the last run of the provided-cluster checklist (seed 004; the
+	// preflight command's rows that are not ok).
+	// +optional
+	Preflight *PreflightStatus `json:"preflight,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observed_generation,omitempty"`
@@ -395,6 +399,26 @@ type AgentStatus struct {
 	// EndpointMonitoringMode is the workspace's monitoring mode.
 	// +optional
 	EndpointMonitoringMode string `json:"endpoint_monitoring_mode,omitempty"`
+}
+
+// PreflightStatus is the last checklist run of the operator.
+type PreflightStatus struct {
+	// Summary is the run's summary line.
+	Summary string `json:"summary"`
+	// CheckedAt is when it ran.
+	CheckedAt metav1.Time `json:"checked_at"`
+	// Failed says a hard requirement is missing.
+	Failed bool `json:"failed"`
+	// Problems are the rows that are not ok.
+	// +optional
+	Problems []PreflightProblem `json:"problems,omitempty"`
+}
+
+// PreflightProblem is one row of the checklist that is not ok.
+type PreflightProblem struct {
+	Topic   string `json:"topic"`
+	Verdict string `json:"verdict"`
+	Found   string `json:"found"`
 }
 
 // OperatorVersionStatus compares the running version with the rollout's.

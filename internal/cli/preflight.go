@@ -64,6 +64,7 @@ Exits 1 when a hard requirement (Kubernetes API, Rights, CSI / StorageClass) is 
 	f := cmd.Flags()
 	f.StringVar(&o.MinVersion, "min-version", "1.27", "the lowest Kubernetes version the packages are tested with")
 	f.StringVarP(&o.Namespace, "namespace", "n", "default", "the namespace the workloads go to (rights, pull secrets)")
+	f.StringVar(&o.OperatorNamespace, "operator-namespace", "polycrate", "the operator's namespace (the rights of its Role, profile operator)")
 	f.StringSliceVar(&o.Profiles, "profile", []string{"deploy", "operator"}, "rights to check: deploy, operator, cloud-controller")
 	f.StringSliceVar(&o.PullSecrets, "pull-secret", nil, "registry pull secrets the team agreed on (must exist in --namespace and be on its default ServiceAccount)")
 	f.StringVar(&o.RegistryMirror, "registry-mirror", "", "the registry mirror the team agreed on (reported)")

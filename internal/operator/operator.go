@@ -45,6 +45,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/preflight"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	// CRDs is what the CRD installation on start did (nil: it did not run); the
 	// OperatorConfig's CRDsInstalled condition says it.
 	CRDs *crds.Report
+	// PreflightInterval is how often the provided-cluster checklist runs again
+	// (default daily); PreflightDelay the wait before its first run after start
+	// (default 2 minutes; negative: at once).
+	PreflightInterval, PreflightDelay time.Duration
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -110,6 +115,8 @@ type Operator struct {
 	// cloud-node and service controllers with it while cloud_controller is enabled.
 	Cloud            *cloud.Provider
 	CloudControllers *cloud.Controllers
+	// Preflight runs seed 004's checklist at start and daily.
+	Preflight *preflight.Runner
 }
 
 // Setup adds everything to the manager.
@@ -234,6 +241,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, err
 	}
 	op.Reporter.Checks = op.Monitor
+	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Namespace: o.Namespace, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
+	if err := mgr.Add(op.Preflight); err != nil {
+		return nil, err
+	}
 	// The cloud controller: k8s.io/cloud-provider's own controllers with the
 	// operator's Provider (internal/cloud); they log through klog, which logs
 	// through the manager's logger.
@@ -254,7 +265,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}{
 		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, APIReader: mgr.GetAPIReader(), Secrets: secrets, SecretSource: secretSource,
 			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
-			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: o.CRDs}},
+			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: o.CRDs, Preflight: op.Preflight}},
 		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,
 			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.

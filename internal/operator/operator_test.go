@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -87,7 +88,7 @@ var _ = BeforeSuite(func() {
 		Logger: GinkgoLogr})
 	Expect(err).NotTo(HaveOccurred())
 	op, err = operator.Setup(mgr, operator.Options{Namespace: ns, Version: testVersion, UserAgent: "polycrate-operator/" + testVersion,
-		ErrorReportInterval: time.Second, SetLogLevel: func(l int) { logLevels <- l }})
+		ErrorReportInterval: time.Second, SetLogLevel: func(l int) { logLevels <- l }, PreflightDelay: time.Hour})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
@@ -320,6 +321,37 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Eventually(func() *v1.OperatorVersionStatus { return getOC().Status.OperatorVersion }, apiTimeout).Should(
 			Equal(&v1.OperatorVersionStatus{Installed: testVersion, Desired: "0.1.0"}))
 		Expect(api.Collisions()).To(BeEmpty())
+	})
+
+	It("runs the provided-cluster checklist: condition, status, and the summary on the API's cluster record", func() {
+		op.Preflight.RunNow()
+		// envtest has no StorageClass: a hard requirement is missing.
+		condition(v1.ConditionPreflightPassed, metav1.ConditionFalse, v1.ReasonPreflightMissing)
+		oc := getOC()
+		Expect(oc.Status.Preflight).NotTo(BeNil())
+		Expect(oc.Status.Preflight.Failed).To(BeTrue())
+		Expect(oc.Status.Preflight.Summary).To(HaveSuffix("hard requirements missing: CSI / StorageClass"))
+		Expect(oc.Status.Preflight.Problems).To(ContainElement(And(HaveField("Topic", "CSI / StorageClass"), HaveField("Verdict", "missing"))))
+		c := apiClient(emulator.DevAgentToken)
+		annotation := func() string {
+			cl, err := c.K8sClusters().Get(ctx, oc.Status.LocalCluster.ClusterID)
+			if err != nil {
+				return err.Error()
+			}
+			v, _ := cl.Annotations[v1.AnnotationPreflight].(string)
+			return v
+		}
+		Eventually(annotation, apiTimeout, pollInterval).Should(Equal(oc.Status.Preflight.Summary))
+
+		// A default StorageClass arrives; the next run passes.
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard",
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "rancher.io/local-path"}
+		Expect(k8s.Create(ctx, sc)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, sc)).To(Succeed()) })
+		op.Preflight.RunNow()
+		condition(v1.ConditionPreflightPassed, metav1.ConditionTrue, v1.ReasonPreflightPassed)
+		Expect(getOC().Status.Preflight.Summary).To(HaveSuffix("every hard requirement holds"))
+		Eventually(annotation, apiTimeout, pollInterval).Should(HaveSuffix("every hard requirement holds"))
 	})
 
 	It("follows a rotated token to another workspace and adopts that workspace's cluster instead of creating one", func() {

@@ -89,6 +89,9 @@ type Options struct {
 	MinVersion string
 	// Namespace is where the workloads go (rights, pull secrets; default "default").
 	Namespace string
+	// OperatorNamespace is where the operator's namespaced Role applies (default
+	// "polycrate").
+	OperatorNamespace string
 	// Profiles are the rights to check: "deploy" (namespaces, Deployments, CRDs:
 	// the seed's row) and "operator" (this operator's own RBAC). Default both.
 	Profiles []string
@@ -160,6 +163,9 @@ func (c *Checker) Run(ctx context.Context) *Report {
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
+	}
+	if o.OperatorNamespace == "" {
+		o.OperatorNamespace = "polycrate"
 	}
 	if len(o.Profiles) == 0 {
 		o.Profiles = []string{"deploy", "operator"}
@@ -260,7 +266,7 @@ func (a access) String() string {
 }
 
 // rightsOf are the profile's rights.
-func rightsOf(profile, namespace string) ([]access, error) {
+func rightsOf(profile, namespace, operatorNamespace string) ([]access, error) {
 	switch profile {
 	case "deploy":
 		return []access{{"", "namespaces", "create", "", profile}, {"apps", "deployments", "create", namespace, profile},
@@ -287,7 +293,11 @@ func rightsOf(profile, namespace string) ([]access, error) {
 				for _, g := range rule.APIGroups {
 					for _, res := range rule.Resources {
 						for _, v := range rule.Verbs {
-							out = append(out, access{g, res, v, role.Metadata.Namespace, profile})
+							ns := ""
+							if role.Kind == "Role" {
+								ns = operatorNamespace
+							}
+							out = append(out, access{g, res, v, ns, profile})
 						}
 					}
 				}
@@ -312,7 +322,7 @@ func (c *Checker) rights(ctx context.Context) Row {
 	}
 	var list []access
 	for _, p := range c.Opts.Profiles {
-		l, err := rightsOf(p, c.Opts.Namespace)
+		l, err := rightsOf(p, c.Opts.Namespace, c.Opts.OperatorNamespace)
 		if err != nil {
 			r.set(Unknown, err.Error())
 			return r

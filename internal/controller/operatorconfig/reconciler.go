@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/preflight"
 )
 
 // OperatorAppName is the operator's own K8s app in the API (seed 000).
@@ -57,6 +59,8 @@ type Reconciler struct {
 	SetLogLevel func(level int)
 	// CRDs is what the CRD installation on start did (nil: it did not run).
 	CRDs *crds.Report
+	// Preflight runs the provided-cluster checklist (nil: not run).
+	Preflight PreflightSource
 
 	logLevel int
 	// lastLocal is the local cluster this process last registered. A reconcile that
@@ -109,6 +113,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	r.publish(oc, nil)
 	oc.MarkObserved()
 	r.crdCondition(oc)
+	r.preflightStatus(oc)
 
 	// 2. API sync off: nothing to connect.
 	if !liveconfig.Enabled(spec.APISync.Enabled) {
@@ -393,7 +398,67 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 	if err := r.operatorApp(ctx, oc, cluster.ID); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.reportPreflight(ctx, log, c, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: controller.RequeueResync}, nil
+}
+
+// PreflightSource is the checklist runner as the controller reads it.
+type PreflightSource interface {
+	Last() *preflight.Report
+	Changed() <-chan struct{}
+}
+
+// preflightStatus shows the last checklist run: status.preflight and the
+// condition PreflightPassed.
+func (r *Reconciler) preflightStatus(oc *v1.OperatorConfig) {
+	if r.Preflight == nil {
+		return
+	}
+	rep := r.Preflight.Last()
+	if rep == nil {
+		return
+	}
+	st := &v1.PreflightStatus{Summary: rep.Summary, CheckedAt: metav1.NewTime(rep.CheckedAt), Failed: rep.Failed()}
+	for _, row := range rep.Rows {
+		if row.Verdict != preflight.OK {
+			st.Problems = append(st.Problems, v1.PreflightProblem{Topic: row.Topic, Verdict: string(row.Verdict), Found: row.Found})
+		}
+	}
+	oc.Status.Preflight = st
+	if st.Failed {
+		r.setCondition(oc, v1.ConditionPreflightPassed, metav1.ConditionFalse, v1.ReasonPreflightMissing, rep.Summary)
+	} else {
+		r.setCondition(oc, v1.ConditionPreflightPassed, metav1.ConditionTrue, v1.ReasonPreflightPassed, rep.Summary)
+	}
+}
+
+// reportPreflight writes the checklist's summary into the API's cluster record
+// (its annotations: the published cluster model has no field for it), when it
+// changed.
+func (r *Reconciler) reportPreflight(ctx context.Context, log logr.Logger, c *polycrate.Client, cluster *polycrate.K8sCluster) error {
+	if r.Preflight == nil {
+		return nil
+	}
+	rep := r.Preflight.Last()
+	if rep == nil {
+		return nil
+	}
+	if cur, _ := cluster.Annotations[v1.AnnotationPreflight].(string); cur == rep.Summary {
+		return nil
+	}
+	ann := map[string]any{}
+	for k, v := range cluster.Annotations {
+		ann[k] = v
+	}
+	ann[v1.AnnotationPreflight] = rep.Summary
+	ann[v1.AnnotationPreflightCheckedAt] = rep.CheckedAt.Format(time.RFC3339)
+	if _, err := c.K8sClusters().Patch(ctx, cluster.ID, map[string]any{"annotations": ann}); err != nil {
+		return fmt.Errorf("reporting the preflight checklist to the cluster record: %w", err)
+	}
+	log.Info("preflight checklist reported to the API's cluster record", "summary", rep.Summary)
+	return nil
 }
 
 // OperatorPodLabel selects the operator's own Pods (the Deployment's label).
@@ -526,6 +591,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	singleton := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
 	if err := controller.OnSignal(mgr, r.Health.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
 		return err
+	}
+	if r.Preflight != nil {
+		if err := controller.OnSignal(mgr, r.Preflight.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatorconfig").
