@@ -298,6 +298,11 @@ var _ = Describe("the checklist", Ordered, func() {
 		_ = os.WriteFile(filepath.Join(dir, "preflight.txt"), []byte(out), 0o644)
 		AddReportEntry("preflight output", out)
 
+		out, err = run("--min-version", "1.99", "--profile", "deploy,cloud-controller")
+		Expect(err).To(MatchError(cli.ErrPreflightFailed))
+		Expect(strings.Split(out, "\n")[0]).To(HaveSuffix("hard requirements missing: Kubernetes API, Rights"))
+		AddReportEntry("preflight output, failing", out)
+
 		out, err = run("--min-version", "1.99", "-o", "json")
 		Expect(err).To(MatchError(cli.ErrPreflightFailed))
 		var rep preflight.Report
