@@ -174,6 +174,11 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 
 // markDispatched records that a cluster was sent to the target version.
 func (s *Server) markDispatched(clusterID, target string) {
+	s.editRolloutFlags(clusterID, func(d map[string]any) { d["dispatched"] = target })
+}
+
+// editRolloutFlags changes a cluster's rollout flags (dispatched, forced, paused).
+func (s *Server) editRolloutFlags(clusterID string, edit func(map[string]any)) {
 	id := "rollout:" + clusterID
 	_ = s.store.Update(internalResource, func(objs map[string]*Object) ([]*Object, error) {
 		f := objs[id]
@@ -182,7 +187,7 @@ func (s *Server) markDispatched(clusterID, target string) {
 		} else {
 			f = f.clone()
 		}
-		f.Data["dispatched"] = target
+		edit(f.Data)
 		objs[id] = f
 		return []*Object{f}, nil
 	})
@@ -302,18 +307,9 @@ func (s *Server) steerRollout(clusterID, action string) (*RolloutRow, bool) {
 	if _, ok := s.store.Get("kubernetes/clusters", clusterID); !ok {
 		return nil, false
 	}
-	id := "rollout:" + clusterID
-	_ = s.store.Update(internalResource, func(objs map[string]*Object) ([]*Object, error) {
-		f := objs[id]
-		if f == nil {
-			f = &Object{Resource: internalResource, ID: id, Data: map[string]any{}}
-		} else {
-			f = f.clone()
-		}
-		objs[id] = f
-		f.Data["forced"] = action == "force-update"
-		f.Data["paused"] = action == "pause"
-		return []*Object{f}, nil
+	s.editRolloutFlags(clusterID, func(d map[string]any) {
+		d["forced"] = action == "force-update"
+		d["paused"] = action == "pause"
 	})
 	_, _, rows := s.rolloutPlan()
 	for _, row := range rows {

@@ -89,29 +89,28 @@ func (r *Runner) Start(ctx context.Context) error {
 	if delay == 0 {
 		delay = DefaultDelay
 	}
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		case <-r.now:
-			t.Stop()
-		}
+	if delay > 0 && !r.wait(ctx, delay) {
+		return nil
 	}
 	for {
 		r.run(ctx)
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !r.wait(ctx, interval) {
 			return nil
-		case <-t.C:
-		case <-r.now:
-			t.Stop()
 		}
 	}
+}
+
+// wait waits d, or less when RunNow asks; false when ctx ended.
+func (r *Runner) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-r.now:
+	}
+	return true
 }
 
 func (r *Runner) run(ctx context.Context) {
