@@ -75,6 +75,16 @@ test: manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds
 	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
 
+FUZZTIME ?= 5s
+FUZZ_TARGETS := ./internal/annotations:FuzzParse ./internal/metasecret:FuzzParse ./internal/names:FuzzNames \
+  ./internal/emulator:FuzzRequestDecoding ./internal/polycrate:FuzzResponseDecoding ./internal/externaldns:FuzzWebhookBodies \
+  ./internal/dns01:FuzzChallenge
+
+.PHONY: fuzz
+fuzz: envtest ## Fuzz every parser and decoder reachable from outside for FUZZTIME each (make test runs their seed corpora).
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  go test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; done
+
 .PHONY: fleet
 fleet: envtest ## Roll a new operator version across a big simulated fleet (test/fleet: 2 real operators on envtest, 40 simulated agents); make test runs a reduced one.
 	go test ./test/fleet -count=1 -v -timeout 30m -args -fleet.real=2 -fleet.simulated=40 -fleet.percentage=10

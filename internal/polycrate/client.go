@@ -315,13 +315,13 @@ func listAll[T any](ctx context.Context, c *Client, resource, path string, query
 		}
 		next, err := url.Parse(*p.Next)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: invalid next link: %w", path, err)
+			return nil, &DecodeError{Method: http.MethodGet, Path: path, Err: fmt.Errorf("invalid next link: %w", err)}
 		}
 		// The API builds next from its own view of the request host; only its path and
 		// query are used, always against the configured base URL.
 		rel := strings.TrimPrefix(next.Path, strings.TrimRight(c.base.Path, "/"))
 		if rel != path {
-			return nil, fmt.Errorf("listing %s: next link points to another path %q", path, next.Path)
+			return nil, &DecodeError{Method: http.MethodGet, Path: path, Err: fmt.Errorf("the next link points to another path %q", next.Path)}
 		}
 		q = next.Query()
 	}
