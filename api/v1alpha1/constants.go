@@ -101,6 +101,11 @@ const (
 	// ConditionPreflightPassed: the last run of the provided-cluster checklist
 	// found every hard requirement (reason Passed, or Missing with the summary).
 	ConditionPreflightPassed = "PreflightPassed"
+	// ConditionAPICircuitClosed: the circuit breaker of the API connection lets
+	// requests through (True, reason Closed); False (reason CircuitOpen) while the
+	// API failed so often in a row that requests are held back and one probe at a
+	// time checks for its recovery.
+	ConditionAPICircuitClosed = "APICircuitClosed"
 )
 
 // Condition reasons shared by the controllers.
@@ -109,6 +114,10 @@ const (
 	ReasonInvalidSpec            = "InvalidSpec"
 	ReasonAPIError               = "APIError"
 	ReasonAPIUnavailable         = "APIUnavailable"
+	// ReasonCircuitOpen: the API connection's circuit breaker is open; an object
+	// waiting for it is parked and woken when the API answers again.
+	ReasonCircuitOpen   = "CircuitOpen"
+	ReasonCircuitClosed = "Closed"
 	ReasonUnauthorized           = "Unauthorized"
 	ReasonForbidden              = "Forbidden"
 	ReasonSecretNotFound         = "SecretNotFound"

@@ -272,8 +272,8 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 	if res.Failures == 0 {
 		return interval
 	}
-	wait := interval << min(res.Failures-1, 10)
-	return min(wait, max(r.MaxBackoff, interval))
+	wait := min(interval<<min(res.Failures-1, 10), max(r.MaxBackoff, interval))
+	return max(wait, polycrate.RetryAfter(res.Err)) // the API asked for a longer pause
 }
 
 func (m *Metrics) observe(ok bool) {

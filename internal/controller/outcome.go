@@ -31,6 +31,10 @@ const (
 	RequeueShortly = time.Second
 	// RequeueIssuing: the API has not issued something yet (bucket credentials).
 	RequeueIssuing = 10 * time.Second
+	// RequeueCircuitOpen: an object parked while the API connection's circuit
+	// breaker is open looks again (a safety net: the breaker's closing wakes it,
+	// and a look while it is open sends nothing).
+	RequeueCircuitOpen = time.Minute
 	// DefaultSweepInterval: stale sweeps whose interval is not configured.
 	DefaultSweepInterval = 10 * time.Minute
 )
@@ -80,6 +84,8 @@ type Outcome struct {
 
 // Classify maps an error to its outcome, the one mapping of the operator:
 //   - WaitingError → wait; PermanentError → failure, no retry;
+//   - held back by the open circuit breaker → wait (parked: the breaker's
+//     closing wakes the object; no backoff stacked on the breaker's probes);
 //   - API transient (5xx, 429, no answer) → failure, backoff (or the Retry-After);
 //   - API 401/403 → failure, look again after RequeueResync (a token fix also
 //     reconfigures the connection, which wakes every object);
@@ -97,6 +103,8 @@ func Classify(err error) Outcome {
 		return Outcome{Reason: w.Reason, Message: w.Message, Result: reconcile.Result{RequeueAfter: w.After}}
 	case errors.As(err, &p):
 		return Outcome{Reason: p.Reason, Message: p.Message, Failed: true}
+	case polycrate.IsCircuitOpen(err):
+		return Outcome{Reason: v1.ReasonCircuitOpen, Message: msg, Result: reconcile.Result{RequeueAfter: RequeueCircuitOpen}}
 	case polycrate.IsTransient(err):
 		o := Outcome{Reason: v1.ReasonAPIUnavailable, Message: msg, Failed: true, Err: err}
 		if wait := polycrate.RetryAfter(err); wait > 0 {

@@ -162,6 +162,41 @@ func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, l
 	})
 }
 
+// WakeOnRecovery enqueues, each time the API connection's circuit breaker
+// closes, the objects list returns whose Ready condition says they wait for the
+// API (parked by the open breaker, or backing off after a transient failure):
+// they converge at once instead of after their recheck or backoff.
+func (w *Waker) WakeOnRecovery(mgr manager.Manager, conn *polycrate.Connection, list func(context.Context) ([]client.Object, error)) error {
+	b := conn.Breaker()
+	return OnSignal(mgr, b.Subscribe(), func(ctx context.Context) {
+		if b.State().Open {
+			return
+		}
+		objs, err := list(ctx)
+		if err != nil {
+			return
+		}
+		var parked []client.Object
+		for _, o := range objs {
+			if WaitsForAPI(o) {
+				parked = append(parked, o)
+			}
+		}
+		w.Wake(ctx, parked...)
+	})
+}
+
+// WaitsForAPI: the object's Ready condition is False for the API (its circuit
+// open, or a transient failure).
+func WaitsForAPI(o client.Object) bool {
+	obj, ok := o.(Object)
+	if !ok {
+		return false
+	}
+	c := meta.FindStatusCondition(*obj.StatusConditions(), "Ready")
+	return c != nil && c.Status == "False" && (c.Reason == v1.ReasonCircuitOpen || c.Reason == v1.ReasonAPIUnavailable)
+}
+
 // Every runs fn on the leader every interval() (read anew each round: a
 // configured interval applies from the next round), until the manager stops.
 func Every(mgr manager.Manager, interval func() time.Duration, fn func(context.Context)) error {

@@ -138,7 +138,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	// Any answer of the API while the health report is failing asks for an early
 	// report: APIConnected follows a recovery within seconds, not after the
 	// report's backoff.
-	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics,
+	// One circuit breaker for every request to the API, of this replica's
+	// controllers, health report, monitoring and webhooks alike; the client does
+	// not retry on its own (MaxRetries -1): each caller's loop does — the work
+	// queue's backoff, the report's interval — so retries never stack
+	// (docs/reliability.md).
+	breaker := polycrate.NewBreaker(polycrate.BreakerOptions{Metrics: apiMetrics, Log: mgr.GetLogger().WithName("api-circuit")})
+	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1,
 		OnAnswer: func(resource string, serving bool) {
 			if serving && resource != polycrate.ResourceHealth && op.Reporter != nil {
 				op.Reporter.ReportSoon()
@@ -165,9 +171,23 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	// The DNS webhooks run on every replica behind their Services: each replica
 	// keeps a configuration and an API connection of its own for them.
 	op.Servers = &operatorconfig.Replica{Reader: mgr.GetCache(), Secrets: secrets, Config: &liveconfig.Store{},
-		Conn: polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics}), Namespace: o.Namespace,
+		Conn: polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1}), Namespace: o.Namespace,
 		Log: mgr.GetLogger().WithName("operatorconfig")}
 	if err := mgr.Add(op.Servers); err != nil {
+		return nil, err
+	}
+	// While the breaker is open and every caller is parked, a probe of its own
+	// notices the recovery (every replica: the webhooks use the breaker too); its
+	// closing asks the leader for a health report at once, so APIConnected
+	// follows within seconds.
+	if err := mgr.Add(prober{breaker: breaker, conns: []*polycrate.Connection{op.Servers.Conn, op.Conn}}); err != nil {
+		return nil, err
+	}
+	if err := controller.OnSignal(mgr, breaker.Subscribe(), func(context.Context) {
+		if !breaker.State().Open {
+			op.Reporter.ReportNow()
+		}
+	}); err != nil {
 		return nil, err
 	}
 	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
@@ -326,6 +346,26 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	return op, nil
 }
+
+// prober runs the breaker's probe with whichever connection has a client.
+type prober struct {
+	breaker *polycrate.Breaker
+	conns   []*polycrate.Connection
+}
+
+func (p prober) Start(ctx context.Context) error {
+	p.breaker.Probe(ctx, func(ctx context.Context) {
+		for _, c := range p.conns {
+			if cl := c.Client(); cl != nil {
+				_ = cl.Ping(ctx)
+				return
+			}
+		}
+	})
+	return nil
+}
+
+func (prober) NeedLeaderElection() bool { return false }
 
 // everyReplica runs a cache on every replica, not only on the leader (a cache
 // added to the manager is a leader-election runnable by default).

@@ -481,6 +481,45 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		}, 8*time.Second, pollInterval).Should(Succeed())
 	})
 
+	It("holds every request back while the API fails: the circuit opens, says so on the OperatorConfig, probes at most once per 5 s, and closes with the first answer", func() {
+		total := func() int {
+			n := 0
+			for _, c := range api.Counters() {
+				n += c.Reads + c.Writes
+			}
+			return n
+		}
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Status: 503})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		c := condition(v1.ConditionAPICircuitClosed, metav1.ConditionFalse, v1.ReasonCircuitOpen)
+		Expect(c.Message).To(ContainSubstring("answered 503"))
+		Expect(c.Message).To(ContainSubstring("held back"))
+		// The health report, which failed with the rest, says why it is not sent.
+		condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonCircuitOpen)
+		Expect(op.Conn.Breaker().State().Open).To(BeTrue())
+
+		// Open: the health report (every second here), the controllers and the
+		// probe together send at most one request per 5 s.
+		before, start := total(), time.Now()
+		time.Sleep(16 * time.Second) // a measurement window, not a wait for a state
+		sent := total() - before
+		Expect(sent).To(BeNumerically("<=", int(time.Since(start)/(5*time.Second))+1), "requests while the circuit was open")
+		Expect(sent).To(BeNumerically(">=", 1), "no probe while open")
+		Expect(op.Conn.Breaker().State().HeldBack).To(BeNumerically(">", 0))
+
+		// The API answers again: the next probe closes the circuit (at most ~12 s),
+		// and the health report follows at once.
+		Expect(api.SetFaults()).To(Succeed())
+		recovered := time.Now()
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(getOC().Status.Conditions, v1.ConditionAPICircuitClosed)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}, 20*time.Second, pollInterval).Should(Succeed())
+		condition(v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected)
+		Expect(time.Since(recovered)).To(BeNumerically("<", 15*time.Second))
+	})
+
 	It("applies configuration changes live, and merges the cluster record's ignored namespaces", func() {
 		updateOC(func(oc *v1.OperatorConfig) {
 			oc.Spec.EndpointDiscovery.Mode = "auto"

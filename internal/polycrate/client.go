@@ -52,6 +52,9 @@ type Options struct {
 	// the API answered with anything but a 5xx or 429 (it is up), false when it
 	// did not answer or answered so. resource is the metrics label.
 	OnAnswer func(resource string, serving bool)
+	// Breaker, when set, holds requests back while the API fails (breaker.go);
+	// shared by every client of one API.
+	Breaker *Breaker
 }
 
 // Client talks to one Polycrate API.
@@ -149,11 +152,21 @@ func (c *Client) do(ctx context.Context, cl call) ([]byte, error) {
 		payload = b
 	}
 	idempotent := cl.method == http.MethodGet || cl.method == http.MethodHead
+	var last error
 	for attempt := 0; ; attempt++ {
+		probe, held := c.opts.Breaker.allow()
+		if held != nil {
+			if last != nil {
+				return nil, last // a retry the opened breaker stopped: the real failure says more
+			}
+			return nil, held
+		}
 		body, err := c.once(ctx, cl, payload)
+		c.opts.Breaker.done(probe, breakerOutcome(ctx, err), RetryAfter(err), failureCause(cl, err))
 		if err == nil {
 			return body, nil
 		}
+		last = err
 		var apiErr *APIError
 		switch {
 		case errors.As(err, &apiErr) && apiErr.RetryAfter > 0 && (apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode == http.StatusServiceUnavailable):
@@ -229,6 +242,35 @@ func (c *Client) once(ctx context.Context, cl call, payload []byte) ([]byte, err
 	return nil, newAPIError(cl.method, cl.path, resp, body)
 }
 
+// breakerOutcome is what a request's result says of the API.
+func breakerOutcome(ctx context.Context, err error) outcome {
+	var te *TransportError
+	var tok *TokenError
+	switch {
+	case err == nil:
+		return served
+	case errors.As(err, &tok), ctx.Err() != nil:
+		return abandoned // nothing was sent, or the caller gave up
+	case errors.As(err, &te):
+		return failed
+	case IsTransient(err):
+		return failed // 5xx, 429
+	default:
+		return served // any other answer: the API serves
+	}
+}
+
+// failureCause names a failure for the breaker's log line and condition.
+func failureCause(cl call, err error) string {
+	if err == nil {
+		return ""
+	}
+	if s := statusOf(err); s != 0 {
+		return fmt.Sprintf("%s %s answered %d", cl.method, cl.path, s)
+	}
+	return err.Error()
+}
+
 func (c *Client) answered(resource string, serving bool) {
 	if c.opts.OnAnswer != nil {
 		c.opts.OnAnswer(resource, serving)
@@ -252,6 +294,13 @@ func scrubURL(err error) error {
 	if errors.As(err, &ue) {
 		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
 	}
+	return err
+}
+
+// Ping is the cheapest request that shows whether the API answers: one page of
+// one PoP. Any answer but a 5xx or 429 means it does (the breaker's probe).
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.do(ctx, call{resource: "ping", method: http.MethodGet, path: "/api/v1/pops/", query: url.Values{"page_size": {"1"}}})
 	return err
 }
 

@@ -28,11 +28,23 @@ type Connection struct {
 	version int // increments on every change
 }
 
-// NewConnection prepares a connection; opts carries the user agent and metrics
-// (BaseURL and Token are set by Configure).
+// NewConnection prepares a connection; opts carries the user agent, metrics and
+// the breaker (BaseURL and Token are set by Configure). Without a breaker in opts
+// the connection gets one of its own with the defaults. Its clients do not retry
+// (unless opts.MaxRetries says so): the operator's callers have loops of their
+// own (work queues, report intervals), and two layers of retries would stack.
 func NewConnection(opts Options) *Connection {
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = -1
+	}
+	if opts.Breaker == nil {
+		opts.Breaker = NewBreaker(BreakerOptions{Metrics: opts.Metrics})
+	}
 	return &Connection{opts: opts}
 }
+
+// Breaker is the connection's circuit breaker (every client it builds uses it).
+func (c *Connection) Breaker() *Breaker { return c.opts.Breaker }
 
 // ErrInvalidCA is returned by Configure for a ca_certificate that is no PEM
 // certificate.
@@ -62,6 +74,9 @@ func (c *Connection) Configure(url, caPEM, token string) (bool, error) {
 		cl, err := New(o)
 		if err != nil {
 			return false, err
+		}
+		if url != c.url && c.url != "" {
+			c.opts.Breaker.Reset() // what failed was another API
 		}
 		c.client = cl
 		c.url, c.ca = url, caPEM

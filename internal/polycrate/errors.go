@@ -180,10 +180,12 @@ func IsValidation(err error) bool { return statusOf(err) == http.StatusBadReques
 // IsServerError: 5xx.
 func IsServerError(err error) bool { return statusOf(err) >= 500 }
 
-// IsTransient: worth retrying later unchanged — 5xx, 429, no answer at all.
+// IsTransient: worth retrying later unchanged — 5xx, 429, no answer at all, or
+// held back by the open circuit breaker.
 func IsTransient(err error) bool {
 	var te *TransportError
-	if errors.As(err, &te) {
+	var open *CircuitOpenError
+	if errors.As(err, &te) || errors.As(err, &open) {
 		return true
 	}
 	s := statusOf(err)

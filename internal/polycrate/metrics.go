@@ -8,14 +8,19 @@ import (
 
 // Metrics are the client's Prometheus metrics.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	circuitOpen prometheus.Gauge
+	transitions *prometheus.CounterVec
+	held        prometheus.Counter
 }
 
 // NewMetrics creates and registers the client metrics:
 // polycrate_api_requests_total{resource,method,code} and
 // polycrate_api_request_duration_seconds{resource,method}. code is the HTTP
-// status, or "error" when no answer came.
+// status, or "error" when no answer came. The breaker's: polycrate_api_circuit_open
+// (1 while requests are held back), polycrate_api_circuit_transitions_total{state}
+// and polycrate_api_requests_held_back_total.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -27,8 +32,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Latency of Polycrate API requests.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"resource", "method"}),
+		circuitOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "polycrate_api_circuit_open",
+			Help: "1 while the circuit breaker of the Polycrate API connection is open (requests held back, one probe at a time), else 0.",
+		}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "polycrate_api_circuit_transitions_total",
+			Help: "Transitions of the Polycrate API circuit breaker, by the state entered (open, closed).",
+		}, []string{"state"}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "polycrate_api_requests_held_back_total",
+			Help: "Requests to the Polycrate API the open circuit breaker answered itself (never sent).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.circuitOpen, m.transitions, m.held} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -42,4 +59,34 @@ func (m *Metrics) observe(resource, method, code string, d time.Duration) {
 	}
 	m.requests.WithLabelValues(resource, method, code).Inc()
 	m.duration.WithLabelValues(resource, method).Observe(d.Seconds())
+}
+
+// breakerState sets the gauge (and makes both transition series exist).
+func (m *Metrics) breakerState(open bool) {
+	if m == nil {
+		return
+	}
+	state, v := "closed", 0.0
+	if open {
+		state, v = "open", 1
+	}
+	m.circuitOpen.Set(v)
+	m.transitions.WithLabelValues(state)
+}
+
+func (m *Metrics) transition(open bool) {
+	if m == nil {
+		return
+	}
+	state := "closed"
+	if open {
+		state = "open"
+	}
+	m.transitions.WithLabelValues(state).Inc()
+}
+
+func (m *Metrics) heldBack() {
+	if m != nil {
+		m.held.Inc()
+	}
 }

@@ -383,9 +383,15 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 	return r.release(ctx, obj)
 }
 
-// finalizeError: transient → backoff; anything else → condition, event, and a
-// look again after RequeueFailedStep.
+// finalizeError: held back by the open breaker → parked (its closing wakes the
+// object); transient → backoff; anything else → condition, event, and a look
+// again after RequeueFailedStep.
 func (r *Reconciler[O, P]) finalizeError(obj O, what string, err error) (reconcile.Result, bool, error) {
+	if polycrate.IsCircuitOpen(err) {
+		o := controller.Classify(err)
+		r.waiting(obj, o.Reason, "cannot "+what+" this object yet: "+o.Message)
+		return o.Result, false, nil
+	}
 	if polycrate.IsTransient(err) {
 		return reconcile.Result{}, false, err
 	}
@@ -453,6 +459,11 @@ func (r *Reconciler[O, P]) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	if err := r.waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
+		return r.Kind.list(ctx, mgr.GetClient())
+	}); err != nil {
+		return err
+	}
+	if err := r.waker.WakeOnRecovery(mgr, r.Conn, func(ctx context.Context) ([]client.Object, error) {
 		return r.Kind.list(ctx, mgr.GetClient())
 	}); err != nil {
 		return err

@@ -142,6 +142,7 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
 		return ctrl.Result{}, nil
 	}
+	r.circuitCondition(oc)
 	if changed {
 		r.Reporter.ReportNow()
 		// Objects that found no connection (e.g. a deletion waiting to look up its
@@ -188,6 +189,19 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
 		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 	return result, nil
+}
+
+// circuitCondition says whether the API connection's circuit breaker lets
+// requests through.
+func (r *Reconciler) circuitCondition(oc *v1.OperatorConfig) {
+	st := r.Conn.Breaker().State()
+	if !st.Open {
+		r.setCondition(oc, v1.ConditionAPICircuitClosed, metav1.ConditionTrue, v1.ReasonCircuitClosed, "requests to the Polycrate API go through")
+		return
+	}
+	r.setCondition(oc, v1.ConditionAPICircuitClosed, metav1.ConditionFalse, v1.ReasonCircuitOpen, fmt.Sprintf(
+		"the Polycrate API failed %d times in a row (last: %s): since %s requests to it are held back and one probe at a time (at most one per %s) checks for its recovery; synced objects wait with reason %s and resume when it answers",
+		st.Failures, st.Cause, st.Since.UTC().Format(time.RFC3339), polycrate.DefaultProbeMin, v1.ReasonCircuitOpen))
 }
 
 // crdCondition says what the CRD installation on start did.
@@ -274,6 +288,8 @@ func classify(err error) (reason, msg string) {
 		return v1.ReasonAPIRedirect, err.Error()
 	case controller.UntrustedCertificate(err):
 		return v1.ReasonInvalidCACertificate, "the Polycrate API's TLS certificate is not trusted (a private CA or a TLS-inspecting proxy goes into api_sync.ca_certificate): " + err.Error()
+	case polycrate.IsCircuitOpen(err):
+		return v1.ReasonCircuitOpen, err.Error()
 	case errors.As(err, &transport):
 		return v1.ReasonUnreachable, "the Polycrate API cannot be reached (DNS, connection, proxy or timeout): " + err.Error()
 	case polycrate.IsUnauthorized(err):
@@ -589,6 +605,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// forwarder ends with the manager instead of outliving it).
 	waker := controller.NewWaker()
 	singleton := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: v1.DefaultOperatorConfigName}}
+	if err := controller.OnSignal(mgr, r.Conn.Breaker().Subscribe(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
+		return err
+	}
 	if err := controller.OnSignal(mgr, r.Health.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
 		return err
 	}

@@ -470,6 +470,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := waker.WakeOnRecovery(mgr, r.Conn, func(ctx context.Context) ([]client.Object, error) {
+		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{})
+	}); err != nil {
+		return err
+	}
 	sameName := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		b, ok := o.(*v1.S3Bucket)
 		if !ok {

@@ -1,0 +1,295 @@
+package polycrate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// flaky is an API whose answer the test sets; it counts what reaches it.
+type flaky struct {
+	status     atomic.Int32 // 0: 200 with an empty page
+	retryAfter atomic.Int32
+	hits       atomic.Int64
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	f.hits.Add(1)
+	s := int(f.status.Load())
+	if s == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"count":0,"next":null,"previous":null,"results":[]}`))
+		return
+	}
+	if ra := f.retryAfter.Load(); ra > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(ra)))
+	}
+	w.WriteHeader(s)
+	_, _ = w.Write([]byte(`{"type":"server_error","errors":[{"code":"error","detail":"down","attr":null}]}`))
+}
+
+// clock is a settable time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func breakerEnv(t *testing.T, o BreakerOptions) (*flaky, *Client, *Breaker, *clock) {
+	t.Helper()
+	api := &flaky{}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	o.Now = clk.now
+	if o.Rand == nil {
+		o.Rand = func() float64 { return 0 }
+	}
+	b := NewBreaker(o)
+	c, err := New(Options{BaseURL: srv.URL, Token: StaticToken("secret-token"), Breaker: b, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, c, b, clk
+}
+
+func list(c *Client) error {
+	_, err := c.Hosts().List(context.Background(), nil)
+	return err
+}
+
+func TestBreakerOpensAfterFailuresInARow(t *testing.T) {
+	api, c, b, _ := breakerEnv(t, BreakerOptions{Threshold: 3})
+	api.status.Store(503)
+	for i := 0; i < 2; i++ {
+		if err := list(c); IsCircuitOpen(err) || !IsServerError(err) {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	// A success in between starts the count anew.
+	api.status.Store(0)
+	if err := list(c); err != nil {
+		t.Fatal(err)
+	}
+	api.status.Store(503)
+	for i := 0; i < 3; i++ {
+		if err := list(c); IsCircuitOpen(err) {
+			t.Fatalf("open after %d failures", i)
+		}
+	}
+	if !b.State().Open {
+		t.Fatal("not open after 3 failures in a row")
+	}
+	hits := api.hits.Load()
+	for i := 0; i < 50; i++ {
+		err := list(c)
+		if !IsCircuitOpen(err) || !IsTransient(err) {
+			t.Fatalf("held-back request: %v", err)
+		}
+		if strings.Contains(err.Error(), "secret-token") {
+			t.Fatal("the token leaked into the error")
+		}
+	}
+	if n := api.hits.Load() - hits; n != 0 {
+		t.Fatalf("%d requests reached the API while open", n)
+	}
+	if st := b.State(); st.HeldBack != 50 || st.Failures != 3 || !strings.Contains(st.Cause, "GET /api/v1/hosts/ answered 503") {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestBreakerProbesAtAGrowingJitteredWait(t *testing.T) {
+	jitter := 1.0 // the most jitter: +20 %
+	api, c, b, clk := breakerEnv(t, BreakerOptions{Threshold: 1, Rand: func() float64 { return jitter }})
+	api.status.Store(500)
+	_ = list(c)
+	st := b.State()
+	if !st.Open || st.NextProbe.Sub(st.Since) != 6*time.Second {
+		t.Fatalf("first probe after %s, want 5 s + 20 %% jitter", st.NextProbe.Sub(st.Since))
+	}
+	// The waits grow by 1.5 up to 10 s (+ jitter); each lets exactly one request through.
+	for i, want := range []time.Duration{9 * time.Second, 12 * time.Second, 12 * time.Second} {
+		clk.add(b.State().NextProbe.Sub(clk.now()) - time.Millisecond)
+		hits := api.hits.Load()
+		if err := list(c); !IsCircuitOpen(err) || api.hits.Load() != hits {
+			t.Fatalf("round %d: a request went through before the probe was due: %v", i, err)
+		}
+		clk.add(time.Millisecond)
+		if err := list(c); IsCircuitOpen(err) || api.hits.Load() != hits+1 {
+			t.Fatalf("round %d: the probe was not sent: %v", i, err)
+		}
+		if err := list(c); !IsCircuitOpen(err) {
+			t.Fatalf("round %d: a second request after the probe: %v", i, err)
+		}
+		if got := b.State().NextProbe.Sub(clk.now()); got != want {
+			t.Fatalf("round %d: next probe in %s, want %s", i, got, want)
+		}
+	}
+	// Never less than the floor: without jitter the wait is the floor itself.
+	jitter = 0
+	b.Reset()
+	_ = list(c)
+	if st := b.State(); st.NextProbe.Sub(st.Since) != DefaultProbeMin {
+		t.Fatalf("first wait %s", st.NextProbe.Sub(st.Since))
+	}
+}
+
+func TestBreakerHonoursRetryAfter(t *testing.T) {
+	api, c, b, _ := breakerEnv(t, BreakerOptions{Threshold: 1})
+	api.status.Store(429)
+	api.retryAfter.Store(40)
+	err := list(c)
+	if !IsRateLimited(err) || RetryAfter(err) != 40*time.Second {
+		t.Fatalf("429: %v", err)
+	}
+	if st := b.State(); !st.Open || st.NextProbe.Sub(st.Since) != 40*time.Second {
+		t.Fatalf("the first probe must wait for Retry-After: %+v", st)
+	}
+}
+
+func TestBreakerClosesOnTheFirstAnswerAndTellsSubscribers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, c, b, clk := breakerEnv(t, BreakerOptions{Threshold: 2, Metrics: m})
+	sub := b.Subscribe()
+	api.status.Store(502)
+	_, _ = list(c), list(c)
+	select {
+	case <-sub:
+	default:
+		t.Fatal("no notice of the opening")
+	}
+	_ = list(c) // held back
+	if v := promtest.ToFloat64(m.circuitOpen); v != 1 {
+		t.Fatalf("gauge %v while open", v)
+	}
+	// A 404 is an answer: the API serves.
+	api.status.Store(404)
+	clk.add(time.Minute)
+	if err := list(c); !IsNotFound(err) {
+		t.Fatalf("probe: %v", err)
+	}
+	if b.State().Open {
+		t.Fatal("still open after an answer")
+	}
+	select {
+	case <-sub:
+	default:
+		t.Fatal("no notice of the closing")
+	}
+	expected := `
+# HELP polycrate_api_circuit_transitions_total Transitions of the Polycrate API circuit breaker, by the state entered (open, closed).
+# TYPE polycrate_api_circuit_transitions_total counter
+polycrate_api_circuit_transitions_total{state="closed"} 1
+polycrate_api_circuit_transitions_total{state="open"} 1
+# HELP polycrate_api_requests_held_back_total Requests to the Polycrate API the open circuit breaker answered itself (never sent).
+# TYPE polycrate_api_requests_held_back_total counter
+polycrate_api_requests_held_back_total 1
+# HELP polycrate_api_circuit_open 1 while the circuit breaker of the Polycrate API connection is open (requests held back, one probe at a time), else 0.
+# TYPE polycrate_api_circuit_open gauge
+polycrate_api_circuit_open 0
+`
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(expected), "polycrate_api_circuit_transitions_total",
+		"polycrate_api_requests_held_back_total", "polycrate_api_circuit_open"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBreakerIgnoresWhatSaysNothingOfTheAPI(t *testing.T) {
+	api, c, b, _ := breakerEnv(t, BreakerOptions{Threshold: 1})
+	api.status.Store(503)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Hosts().List(ctx, nil); err == nil {
+		t.Fatal("a cancelled request succeeded")
+	}
+	// Bad input, a missing object, a refused token: the API serves.
+	for _, s := range []int{400, 401, 403, 404, 409} {
+		api.status.Store(int32(s))
+		_ = list(c)
+	}
+	if b.State().Open {
+		t.Fatal("opened without a failure of the API")
+	}
+	noToken, err := New(Options{BaseURL: "http://127.0.0.1:1", Breaker: b, MaxRetries: -1,
+		Token: func(context.Context) (string, error) { return "", errors.New("no Secret") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		_, _ = noToken.Hosts().List(context.Background(), nil)
+	}
+	if b.State().Open {
+		t.Fatal("a missing token opened the breaker")
+	}
+}
+
+func TestClientRetriesStopWhenTheBreakerOpens(t *testing.T) {
+	api, _, b, _ := breakerEnv(t, BreakerOptions{Threshold: 2})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	c, err := New(Options{BaseURL: srv.URL, Token: StaticToken("t"), Breaker: b, MaxRetries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sleep = func(context.Context, time.Duration) error { return nil }
+	api.status.Store(503)
+	err = list(c)
+	if IsCircuitOpen(err) || !IsServerError(err) {
+		t.Fatalf("the caller gets the API's failure, not the breaker's: %v", err)
+	}
+	if n := api.hits.Load(); n != 2 {
+		t.Fatalf("%d requests: the retries must stop once the breaker opened", n)
+	}
+}
+
+func TestBreakerProbeRunner(t *testing.T) {
+	b := NewBreaker(BreakerOptions{Threshold: 1, ProbeMin: 20 * time.Millisecond, ProbeMax: 40 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pings atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Probe(ctx, func(context.Context) {
+			probe, err := b.allow()
+			if err != nil {
+				return
+			}
+			if pings.Add(1) < 3 {
+				b.done(probe, failed, 0, "down")
+			} else {
+				b.done(probe, served, 0, "")
+			}
+		})
+	}()
+	b.done(false, failed, 0, "down")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.State().Open && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b.State().Open || pings.Load() != 3 {
+		t.Fatalf("open %v after %d pings", b.State().Open, pings.Load())
+	}
+	cancel()
+	<-done
+}
