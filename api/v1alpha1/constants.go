@@ -110,14 +110,14 @@ const (
 
 // Condition reasons shared by the controllers.
 const (
-	ReasonSynced                 = "Synced"
-	ReasonInvalidSpec            = "InvalidSpec"
-	ReasonAPIError               = "APIError"
-	ReasonAPIUnavailable         = "APIUnavailable"
+	ReasonSynced         = "Synced"
+	ReasonInvalidSpec    = "InvalidSpec"
+	ReasonAPIError       = "APIError"
+	ReasonAPIUnavailable = "APIUnavailable"
 	// ReasonCircuitOpen: the API connection's circuit breaker is open; an object
 	// waiting for it is parked and woken when the API answers again.
-	ReasonCircuitOpen   = "CircuitOpen"
-	ReasonCircuitClosed = "Closed"
+	ReasonCircuitOpen            = "CircuitOpen"
+	ReasonCircuitClosed          = "Closed"
 	ReasonUnauthorized           = "Unauthorized"
 	ReasonForbidden              = "Forbidden"
 	ReasonSecretNotFound         = "SecretNotFound"
