@@ -89,6 +89,11 @@ fuzz: envtest ## Fuzz every parser and decoder reachable from outside for FUZZTI
 fleet: envtest ## Roll a new operator version across a big simulated fleet (test/fleet: 2 real operators on envtest, 40 simulated agents); make test runs a reduced one.
 	go test ./test/fleet -count=1 -v -timeout 30m -args -fleet.real=2 -fleet.simulated=40 -fleet.percentage=10
 
+.PHONY: chaos
+chaos: envtest ## Fault-inject the operator binary (test/chaos: outage, 429, latency, resets, kill -9 ×20, leader kill/pause) and write the results table to bin/chaos/results.md (docs/reliability.md); make test runs a reduced one.
+	go test ./test/chaos -count=1 -v -timeout 60m -args -chaos.full -chaos.out=$(CURDIR)/bin/chaos/results.md
+	@cat bin/chaos/results.md
+
 .PHONY: chromium
 chromium: ## Make sure a headless Chromium exists for the browser test of the rollout dashboard (Debian's package; installed when run as root).
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	uzap "go.uber.org/zap"
@@ -127,6 +128,9 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.IntVar(&o.mgr.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many objects each controller reconciles at once")
 	f.StringVar(&o.mgr.OperatorNamespace, "namespace", defaultNamespace(), "the operator's namespace: its OperatorConfig, token Secret and leader-election Lease ($POD_NAMESPACE)")
 	f.StringVar(&o.mgr.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.DurationVar(&o.mgr.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
+	f.DurationVar(&o.mgr.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
+	f.DurationVar(&o.mgr.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")

@@ -165,6 +165,24 @@ func (s *Server) Live(resource string) int {
 	return n
 }
 
+// LiveObjects returns copies of the data of a resource's objects that are not
+// deleted, with their "id" (in-process tests and harnesses).
+func (s *Server) LiveObjects(resource string) []map[string]any {
+	var out []map[string]any
+	for _, o := range s.store.List(resource) {
+		if o.DeletedAt != nil {
+			continue
+		}
+		m := make(map[string]any, len(o.Data)+1)
+		for k, v := range o.Data {
+			m[k] = v
+		}
+		m["id"] = o.ID
+		out = append(out, m)
+	}
+	return out
+}
+
 // AgentHealth returns the last health report (status, warnings, …) of every live
 // agent of a kind ("operator", "agent"), for in-process tests.
 func (s *Server) AgentHealth(kind string) []map[string]any {

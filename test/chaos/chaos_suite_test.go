@@ -1,0 +1,52 @@
+// Package chaos runs the built operator binary against envtest and the API
+// emulator, with a fault proxy (internal/testutil/faultproxy) between the two,
+// and proves that no fault loses, duplicates or orphans an object in the API:
+// an API outage (with the circuit breaker's request rate and the convergence
+// after it), 429 with Retry-After on half the writes, 5 s latency, connection
+// resets before and after the API committed a write, kill -9 at random moments
+// with sources deleted while the operator is down, and two replicas whose
+// leader is killed or paused. Each scenario adds a row to a table
+// (docs/reliability.md). `make chaos` runs the full sizes; `make test` a reduced run.
+package chaos
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var (
+	flagFull = flag.Bool("chaos.full", false, "the full sizes of `make chaos` (20 kills, a 60 s outage, 6,000 endpoints per convergence of the outage scenario); default a reduced run")
+	flagOut  = flag.String("chaos.out", "", "write the results table (Markdown) to this file")
+)
+
+// sizes of one run.
+type sizes struct {
+	// batch is the Ingresses of one scenario's changes (hosts each).
+	batch, hosts int
+	// big is the Ingresses of the outage scenario's fresh convergence and of its
+	// changes during the outage.
+	big int
+	// outage is how long the API answers 503 to everything.
+	outage time.Duration
+	// window is how long the other faults last.
+	window time.Duration
+	kills  int
+	// converge bounds the wait for convergence.
+	converge time.Duration
+}
+
+func runSizes() sizes {
+	if *flagFull {
+		return sizes{batch: 100, hosts: 2, big: 3000, outage: 60 * time.Second, window: 30 * time.Second, kills: 20, converge: 10 * time.Minute}
+	}
+	return sizes{batch: 15, hosts: 2, big: 60, outage: 15 * time.Second, window: 6 * time.Second, kills: 3, converge: 3 * time.Minute}
+}
+
+func TestChaos(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Chaos: the operator binary, envtest and the emulator behind a fault proxy")
+}
