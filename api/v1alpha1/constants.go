@@ -188,6 +188,9 @@ const (
 	ReasonBucketDeleted = "BucketDeleted"
 	ReasonBucketKept    = "BucketRetained"
 	ReasonSecretForeign = "SecretNotOwned"
+	// ReasonSecretNamespaceNotGranted: the operator may not write Secrets in the
+	// S3Bucket's namespace (run --secret-namespaces).
+	ReasonSecretNamespaceNotGranted = "SecretNamespaceNotGranted"
 )
 
 // The monitoring agent's reasons: the Available condition of an Endpoint (the

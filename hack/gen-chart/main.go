@@ -79,26 +79,49 @@ func run() error {
 			namespaced = r.Rules
 		}
 	}
-	var install []rbacv1.PolicyRule
-	for i, r := range cluster {
-		if slices.Contains(r.APIGroups, "apiextensions.k8s.io") && slices.Contains(r.Resources, "customresourcedefinitions") {
-			var read, write []string
-			for _, v := range r.Verbs {
-				if v == "get" || v == "list" || v == "watch" {
-					read = append(read, v)
-				} else {
-					write = append(write, v)
-				}
+	var install, kept []rbacv1.PolicyRule
+	for _, r := range cluster {
+		if !slices.Contains(r.APIGroups, "apiextensions.k8s.io") || !slices.Contains(r.Resources, "customresourcedefinitions") {
+			kept = append(kept, r)
+			continue
+		}
+		var read, write []string
+		for _, v := range r.Verbs {
+			if v == "get" || v == "list" || v == "watch" {
+				read = append(read, v)
+			} else {
+				write = append(write, v)
 			}
-			cluster[i].Verbs = read
-			install = append(install, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: write})
+		}
+		if len(read) > 0 {
+			kept = append(kept, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, Verbs: read})
+		}
+		if len(write) > 0 {
+			install = append(install, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames, Verbs: write})
 		}
 	}
+	cluster = kept
+	// Secrets: cluster-wide by default, or by Roles in the namespaces of the chart
+	// value rbac.secretNamespaces — so their rule is a file of its own.
+	var secrets []rbacv1.PolicyRule
+	kept = nil
+	for _, r := range cluster {
+		if !slices.Contains(r.APIGroups, "") || !slices.Contains(r.Resources, "secrets") || len(r.ResourceNames) > 0 {
+			kept = append(kept, r)
+			continue
+		}
+		secrets = append(secrets, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: r.Verbs})
+		if others := slices.DeleteFunc(slices.Clone(r.Resources), func(x string) bool { return x == "secrets" }); len(others) > 0 {
+			r.Resources = others
+			kept = append(kept, r)
+		}
+	}
+	cluster = kept
 	files := filepath.Join(chart, "files")
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		return err
 	}
-	for name, rules := range map[string][]rbacv1.PolicyRule{"clusterrole-rules.yaml": cluster, "crd-install-rules.yaml": install,
+	for name, rules := range map[string][]rbacv1.PolicyRule{"clusterrole-rules.yaml": cluster, "crd-install-rules.yaml": install, "secret-rules.yaml": secrets,
 		"namespace-role-rules.yaml": namespaced, "cloud-controller-rules.yaml": cloud.ClusterRoleRules} {
 		b, err := yaml.Marshal(rules)
 		if err != nil {

@@ -5,6 +5,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -240,6 +241,11 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 			report.CheckResults = nil
 			resp, err = c.ReportHealth(ctx, report)
 		}
+	}
+	if errors.Is(err, polycrate.ErrFenced) {
+		// Not sent: this replica's leadership is not confirmed; whoever leads reports.
+		r.Log.V(1).Info("health report not sent: leadership not confirmed", "error", err.Error())
+		return min(interval, 2*time.Second)
 	}
 	prev := r.State.Last()
 	res := &Result{At: now}

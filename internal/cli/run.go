@@ -24,12 +24,13 @@ import (
 
 // runOptions are the flags of `polycrate-operator run`.
 type runOptions struct {
-	kube        kubeFlags
-	mgr         manager.Options
-	qps         float32
-	burst       int
-	installCRDs bool
-	zapOpts     zap.Options
+	kube             kubeFlags
+	mgr              manager.Options
+	qps              float32
+	burst            int
+	installCRDs      bool
+	secretNamespaces []string
+	zapOpts          zap.Options
 }
 
 func defaultNamespace() string {
@@ -98,6 +99,10 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			} else {
 				log.Info("CRD installation on start is off (--install-crds=false): CRDs are managed outside the operator")
 			}
+			// With leader election, the leader's API requests are fenced by its Lease
+			// (a paused leader that resumes after a takeover writes nothing).
+			fence := &manager.Fence{}
+			o.mgr.Fence = fence
 			mgr, err := manager.New(cfg, o.mgr)
 			if err != nil {
 				return fmt.Errorf("creating the manager: %w", err)
@@ -105,7 +110,8 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
 				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
 				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
-				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport}); err != nil {
+				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport,
+				SecretNamespaces: o.secretNamespaces, Fence: fence.Check}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
@@ -131,6 +137,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.DurationVar(&o.mgr.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
 	f.DurationVar(&o.mgr.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
 	f.DurationVar(&o.mgr.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
+	f.StringSliceVar(&o.secretNamespaces, "secret-namespaces", nil, "limit what the operator does with Secrets (meta-Secrets, S3Bucket credentials) to these namespaces, for clusters that grant it Secrets by namespaced Roles (chart value rbac.secretNamespaces); empty: cluster-wide")
 	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")

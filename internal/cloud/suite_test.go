@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,11 +47,19 @@ var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{
 		oc.Spec.CloudController.Enabled = true
 	},
 	BeforeStart: applyChartRBAC,
-	As: rest.ImpersonationConfig{UserName: "system:serviceaccount:polycrate:polycrate-operator",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:polycrate", "system:authenticated"}},
+	As:          operatorSA,
+	// Secrets granted by namespaced Roles only (rbac.secretNamespaces; secretns_test.go).
+	SecretNamespaces: secretNamespaces,
 }, func(e *testutil.OperatorEnv) {
 	oe, k8s, api = e, e.K8s, e.API
 })
+
+// operatorSA is the chart's ServiceAccount the operator runs as.
+var operatorSA = rest.ImpersonationConfig{UserName: "system:serviceaccount:polycrate:polycrate-operator",
+	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:polycrate", "system:authenticated"}}
+
+// secretNamespaces are the only namespaces the chart grants the operator Secrets in.
+var secretNamespaces = []string{helmchart.Namespace, "team-secrets"}
 
 // applyChartRBAC creates the roles and bindings the chart renders with the cloud
 // controller enabled.
@@ -58,9 +68,17 @@ func applyChartRBAC(e *testutil.OperatorEnv) error {
 	if err != nil {
 		return err
 	}
-	objs, err := helmchart.Objects(ch, map[string]any{"cloudController": map[string]any{"enabled": true}})
+	objs, err := helmchart.Objects(ch, map[string]any{"cloudController": map[string]any{"enabled": true},
+		"rbac": map[string]any{"secretNamespaces": []any{secretNamespaces[0], secretNamespaces[1]}}})
 	if err != nil {
 		return err
+	}
+	for _, ns := range secretNamespaces {
+		if ns != helmchart.Namespace {
+			if err := e.K8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				return err
+			}
+		}
 	}
 	n := 0
 	for _, o := range objs {

@@ -84,6 +84,7 @@ type Outcome struct {
 
 // Classify maps an error to its outcome, the one mapping of the operator:
 //   - WaitingError → wait; PermanentError → failure, no retry;
+//   - refused by the leader fence (not sent) → nothing said, look again shortly;
 //   - held back by the open circuit breaker → wait (parked: the breaker's
 //     closing wakes the object; no backoff stacked on the breaker's probes);
 //   - API transient (5xx, 429, no answer) → failure, backoff (or the Retry-After);
@@ -103,6 +104,11 @@ func Classify(err error) Outcome {
 		return Outcome{Reason: w.Reason, Message: w.Message, Result: reconcile.Result{RequeueAfter: w.After}}
 	case errors.As(err, &p):
 		return Outcome{Reason: p.Reason, Message: p.Message, Failed: true}
+	case errors.Is(err, polycrate.ErrFenced):
+		// This replica's leadership is not confirmed: nothing was sent, and nothing
+		// is said on the object (another replica may be leading it now); look again
+		// shortly — by then it leads again, or it has stopped.
+		return Outcome{Message: msg, Result: reconcile.Result{RequeueAfter: RequeueShortly}}
 	case polycrate.IsCircuitOpen(err):
 		return Outcome{Reason: v1.ReasonCircuitOpen, Message: msg, Result: reconcile.Result{RequeueAfter: RequeueCircuitOpen}}
 	case polycrate.IsTransient(err):

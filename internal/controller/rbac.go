@@ -17,6 +17,9 @@ package controller
 // CRDs are read to learn which third-party kinds (Gateway API, cert-manager,
 // Velero, CloudNativePG) exist, so their controllers start when they appear; and
 // the operator applies its own CRDs on start (run --install-crds, the default):
-// create and patch (server-side apply). It never deletes a CRD. With
-// --install-crds=false these two verbs can be dropped.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;patch
+// create and patch, by name of its own ten CRDs only (a server-side apply names
+// the object, so the API server checks even its create against resourceNames;
+// internal/crds tests that the list matches the embedded CRDs). It never deletes
+// a CRD. With --install-crds=false the write rule can be dropped.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create;patch,resourceNames=backups.polycrate.io;backupschedules.polycrate.io;certificates.polycrate.io;endpoints.polycrate.io;hosts.polycrate.io;k8sapps.polycrate.io;k8sclusters.polycrate.io;k8svolumes.polycrate.io;operatorconfigs.polycrate.io;s3buckets.polycrate.io

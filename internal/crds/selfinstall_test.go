@@ -2,6 +2,8 @@ package crds_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,8 +14,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
@@ -104,6 +109,59 @@ func versionSpecs() {
 		_, err = crds.SelfInstall(ctx, k8s, "v0.5.0", bufferLogger(&buf))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "s3buckets.polycrate.io"}, s3)).To(Succeed())
+	})
+
+	It("installs with just the chart's CRD rights: create and patch by the names of its own CRDs, and no other CRD", func() {
+		raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config/helm/polycrate-operator/files/crd-install-rules.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var install []rbacv1.PolicyRule
+		Expect(yaml.Unmarshal(raw, &install)).To(Succeed())
+		var names []string
+		for _, c := range all {
+			names = append(names, c.Object.Name)
+		}
+		Expect(install).To(HaveLen(1))
+		Expect(install[0].ResourceNames).To(ConsistOf(names), "the CRD write rule names exactly the embedded CRDs (internal/controller/rbac.go)")
+
+		user, err := env.AddUser(envtest.User{Name: "crd-installer", Groups: []string{"system:authenticated"}}, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		installer, err := client.New(user.Config(), client.Options{Scheme: testutil.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		role := readerRole()
+		role.Name = "crd-installer"
+		role.Rules = append(role.Rules, install...)
+		Expect(k8s.Create(ctx, role)).To(Succeed())
+		binding := readerBinding("crd-installer")
+		binding.Name, binding.RoleRef.Name = "crd-installer", "crd-installer"
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+
+		// A missing CRD of its own is created (a server-side apply: authorized by name).
+		hosts := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "hosts.polycrate.io"}, hosts)).To(Succeed())
+		Expect(k8s.Delete(ctx, hosts)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "hosts.polycrate.io"}, &apiextensionsv1.CustomResourceDefinition{}))
+		}, 30*time.Second).Should(BeTrue())
+		var buf bytes.Buffer
+		var rep *crds.Report
+		Eventually(func() (err error) { rep, err = crds.SelfInstall(ctx, installer, "v0.5.0", bufferLogger(&buf)); return err }, 30*time.Second).Should(Succeed())
+		Expect(rep.Err).NotTo(HaveOccurred())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "hosts.polycrate.io"}, hosts)).To(Succeed())
+
+		// Another CRD is out of its reach: neither changed nor created.
+		widgets := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+						XPreserveUnknownFields: ptr.To(true)}}}}}}
+		Expect(k8s.Create(ctx, widgets.DeepCopy())).To(Succeed())
+		err = installer.Patch(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"planted":"yes"}}}`)))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "patched a foreign CRD: %v", err)
+		gadgets := widgets.DeepCopy()
+		gadgets.Name, gadgets.Spec.Names = "gadgets.example.com", apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"}
+		Expect(apierrors.IsForbidden(installer.Create(ctx, gadgets))).To(BeTrue(), "created a foreign CRD")
 	})
 
 	It("never drops a version objects are still stored in: the CRD is left as installed, with the reason", func() {

@@ -18,6 +18,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +43,9 @@ const (
 	DefaultMetricsBindAddress     = ":8080"
 	DefaultHealthProbeBindAddress = ":8081"
 	DefaultLeaderElectionID       = "polycrate-operator.polycrate.io"
-	DefaultGracefulShutdown       = 30 * time.Second
+	// DefaultRenewDeadline is controller-runtime's default renew deadline.
+	DefaultRenewDeadline    = 10 * time.Second
+	DefaultGracefulShutdown = 30 * time.Second
 )
 
 // Options configure the manager.
@@ -61,6 +64,9 @@ type Options struct {
 	// defaults 15 s, 10 s, 2 s): a standby takes over at most about
 	// LeaseDuration + RetryPeriod after the leader died.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Fence, with LeaderElect, learns of each renewal of the Lease: the API
+	// client refuses to write while the leadership is not confirmed (fence.go).
+	Fence *Fence
 	// OperatorNamespace is where the operator runs: its Lease, OperatorConfig and token Secret.
 	OperatorNamespace string
 	// MaxConcurrentReconciles is the default concurrency of every controller.
@@ -101,6 +107,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		o.GracefulShutdownTimeout = DefaultGracefulShutdown
 	}
 	shutdown := o.GracefulShutdownTimeout
+	var lock resourcelock.Interface
+	if o.LeaderElect && o.Fence != nil {
+		if o.RenewDeadline <= 0 {
+			o.RenewDeadline = DefaultRenewDeadline
+		}
+		var err error
+		if lock, err = leaseLock(cfg, o.OperatorNamespace, o.LeaderElectionID, o.RenewDeadline, o.Fence); err != nil {
+			return nil, err
+		}
+		// The manager's clients (not the Lease's) write only while the leadership
+		// is confirmed. Followers write nothing to Kubernetes.
+		cfg = fenceWrites(cfg, o.Fence)
+	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: NewScheme(),
@@ -123,10 +142,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.OperatorNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 durationOrNil(o.LeaseDuration),
-		RenewDeadline:                 durationOrNil(o.RenewDeadline),
-		RetryPeriod:                   durationOrNil(o.RetryPeriod),
-		GracefulShutdownTimeout:       &shutdown,
+		// The Lease lock controller-runtime would build, telling the fence of
+		// each renewal (fence.go); nil without a fence.
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       durationOrNil(o.LeaseDuration),
+		RenewDeadline:                       durationOrNil(o.RenewDeadline),
+		RetryPeriod:                         durationOrNil(o.RetryPeriod),
+		GracefulShutdownTimeout:             &shutdown,
 		Controller: config.Controller{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			SkipNameValidation:      &o.SkipNameValidation,

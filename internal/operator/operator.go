@@ -76,6 +76,14 @@ type Options struct {
 	// (default daily); PreflightDelay the wait before its first run after start
 	// (default 2 minutes; negative: at once).
 	PreflightInterval, PreflightDelay time.Duration
+	// SecretNamespaces limits everything the operator does with Secrets (the
+	// metadata store of meta-Secrets and credentials Secrets, meta-Secret reads,
+	// S3Bucket credentials) to these namespaces, for clusters that grant it
+	// Secrets by namespaced Roles (run --secret-namespaces); nil: cluster-wide.
+	SecretNamespaces []string
+	// Fence refuses the leader's API requests while its leadership is not
+	// confirmed (internal/manager's Fence.Check; nil: never).
+	Fence func() error
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -144,7 +152,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	// queue's backoff, the report's interval — so retries never stack
 	// (docs/reliability.md).
 	breaker := polycrate.NewBreaker(polycrate.BreakerOptions{Metrics: apiMetrics, Log: mgr.GetLogger().WithName("api-circuit")})
-	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1,
+	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1, Fence: o.Fence,
 		OnAnswer: func(resource string, serving bool) {
 			if serving && resource != polycrate.ResourceHealth && op.Reporter != nil {
 				op.Reporter.ReportSoon()
@@ -218,7 +226,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Secrets, err = slimcache.NewMetadataStore(mgr.GetConfig(), corev1.SchemeGroupVersion.WithResource("secrets"), "secrets",
 		func(m *metav1.PartialObjectMetadata) bool {
 			return metasecret.IsMetaSecret(m.Name) || s3bucket.OwnsSecret(m)
-		})
+		}, o.SecretNamespaces...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,12 +247,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	ingress, route := endpoints.IngressInspector{}, endpoints.HTTPRouteInspector{}
 	op.Gate = &crdgate.Gate{Mgr: mgr, Log: d.Log.WithName("crd-gate")}
 	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Gate: op.Gate,
-		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: route, Others: []endpoints.Inspector{ingress}}}
+		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: route, Others: []endpoints.Inspector{ingress}, Reader: mgr.GetAPIReader()}}
 	apps := &k8sapps.Reconciler{Deps: d.Named("discovery-k8sapp"), Reader: mgr.GetAPIReader(), HTTPRoutes: op.HTTPRoutes.Started,
 		Pods: op.Pods, Secrets: op.Secrets}
 	op.Apps = &k8sapps.Discovery{R: apps}
 	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
-	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync}
+	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync,
+		SecretNamespaces: o.SecretNamespaces}
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
@@ -261,7 +270,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, err
 	}
 	op.Reporter.Checks = op.Monitor
-	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Namespace: o.Namespace, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
+	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Namespace: o.Namespace, SecretNamespaces: o.SecretNamespaces, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
 	if err := mgr.Add(op.Preflight); err != nil {
 		return nil, err
 	}
@@ -290,7 +299,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
 		{"Ingress discovery", endpoints.IngressDiscovery{SourceReconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"),
-			Inspector: ingress, Others: []endpoints.Inspector{route}}}},
+			Inspector: ingress, Others: []endpoints.Inspector{route}, Reader: mgr.GetAPIReader()}}},
 		{"HTTPRoute discovery", op.HTTPRoutes},
 		{"the stale sweep", op.Sweep},
 		// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs.

@@ -507,7 +507,7 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Expect(sent).To(BeNumerically(">=", 1), "no probe while open")
 		Expect(op.Conn.Breaker().State().HeldBack).To(BeNumerically(">", 0))
 
-		// The API answers again: the next probe closes the circuit (at most ~12 s),
+		// The API answers again: the next probe closes the circuit (at most 9.6 s),
 		// and the health report follows at once.
 		Expect(api.SetFaults()).To(Succeed())
 		recovered := time.Now()

@@ -18,12 +18,13 @@ const (
 	// DefaultProbeMin is the first wait for a probe, and the floor of every wait:
 	// while open, at most one request per 5 s reaches the API.
 	DefaultProbeMin = 5 * time.Second
-	// DefaultProbeMax caps the growing wait: a recovery is noticed within about
-	// 12 s (the cap plus its jitter), however long the outage lasted.
-	DefaultProbeMax = 10 * time.Second
+	// DefaultProbeMax caps the growing wait: a recovery is noticed within 9.6 s
+	// (the cap plus its jitter), however long the outage lasted — small against
+	// the convergence after it (docs/reliability.md).
+	DefaultProbeMax = 8 * time.Second
 	// probeGrowth multiplies the wait after each failed probe; probeJitter adds up
 	// to this share of it (never less than the wait: the floor holds).
-	probeGrowth = 1.5
+	probeGrowth = 1.25
 	probeJitter = 0.2
 )
 

@@ -3,6 +3,7 @@ package polycrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -123,8 +124,8 @@ func TestBreakerProbesAtAGrowingJitteredWait(t *testing.T) {
 	if !st.Open || st.NextProbe.Sub(st.Since) != 6*time.Second {
 		t.Fatalf("first probe after %s, want 5 s + 20 %% jitter", st.NextProbe.Sub(st.Since))
 	}
-	// The waits grow by 1.5 up to 10 s (+ jitter); each lets exactly one request through.
-	for i, want := range []time.Duration{9 * time.Second, 12 * time.Second, 12 * time.Second} {
+	// The waits grow by 1.25 up to 8 s (+ jitter); each lets exactly one request through.
+	for i, want := range []time.Duration{7500 * time.Millisecond, 9375 * time.Millisecond, 9600 * time.Millisecond, 9600 * time.Millisecond} {
 		clk.add(b.State().NextProbe.Sub(clk.now()) - time.Millisecond)
 		hits := api.hits.Load()
 		if err := list(c); !IsCircuitOpen(err) || api.hits.Load() != hits {
@@ -292,4 +293,45 @@ func TestBreakerProbeRunner(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+func TestFenceRefusesBeforeAnyByteIsSent(t *testing.T) {
+	api, _, b, _ := breakerEnv(t, BreakerOptions{Threshold: 1})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	var fenced atomic.Bool
+	c, err := New(Options{BaseURL: srv.URL, Token: StaticToken("t"), Breaker: b, MaxRetries: -1, Fence: func() error {
+		if fenced.Load() {
+			return fmt.Errorf("%w: paused", ErrFenced)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := list(c); err != nil {
+		t.Fatal(err)
+	}
+	fenced.Store(true)
+	hits := api.hits.Load()
+	for i := 0; i < 3; i++ {
+		_, err := c.Hosts().Create(context.Background(), HostRequest{Name: "h", Hostname: "h"})
+		var fe *FencedError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) {
+			t.Fatalf("fenced write: %v", err)
+		}
+		if err := list(c); !errors.Is(err, ErrFenced) {
+			t.Fatalf("fenced read: %v", err)
+		}
+	}
+	if api.hits.Load() != hits {
+		t.Fatal("a fenced request reached the API")
+	}
+	if b.State().Open {
+		t.Fatal("a fenced request counted as an API failure")
+	}
+	fenced.Store(false)
+	if err := list(c); err != nil {
+		t.Fatalf("after the fence lifted: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -55,6 +56,52 @@ type Options struct {
 	// Breaker, when set, holds requests back while the API fails (breaker.go);
 	// shared by every client of one API.
 	Breaker *Breaker
+	// Fence, when set, is asked right before any byte goes to the network: an
+	// error (wrapping ErrFenced) refuses it. The leader's connection uses it so a
+	// replica whose leadership is not confirmed — paused, then resumed after a
+	// standby took over — never finishes a write it had begun (internal/manager).
+	Fence func() error
+}
+
+// ErrFenced: the request was refused before it was sent because this replica's
+// leadership is not confirmed (Options.Fence). Nothing reached the API.
+var ErrFenced = errors.New("this replica may not talk to the Polycrate API as the leader")
+
+// fencedConn asks the fence before each write to the connection: the window
+// between the check and the bytes leaving is a few microseconds, not a request's
+// whole preparation.
+type fencedConn struct {
+	net.Conn
+	fence func() error
+}
+
+func (c fencedConn) Write(b []byte) (int, error) {
+	if err := c.fence(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// withFence returns the client with its transport's connections fenced.
+func withFence(hc *http.Client, fence func() error) *http.Client {
+	tr, ok := hc.Transport.(*http.Transport)
+	if !ok || tr == nil {
+		tr = http.DefaultTransport.(*http.Transport)
+	}
+	tr = tr.Clone()
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return fencedConn{Conn: conn, fence: fence}, nil
+	}
+	hc.Transport = tr
+	return hc
 }
 
 // Client talks to one Polycrate API.
@@ -94,6 +141,9 @@ func New(opts Options) (*Client, error) {
 		hc = &cp
 	}
 	hc.CheckRedirect = sameOriginRedirect
+	if opts.Fence != nil {
+		hc = withFence(hc, opts.Fence)
+	}
 	return &Client{base: u, opts: opts, http: hc, sleep: sleepCtx}, nil
 }
 
@@ -215,6 +265,9 @@ func (c *Client) once(ctx context.Context, cl call, payload []byte) ([]byte, err
 	}
 	start := time.Now()
 	resp, err := c.http.Do(req)
+	if err != nil && errors.Is(err, ErrFenced) {
+		return nil, &FencedError{Method: cl.method, Path: cl.path, Err: scrubURL(err)}
+	}
 	if err != nil {
 		c.opts.Metrics.observe(cl.resource, cl.method, "error", time.Since(start))
 		c.answered(cl.resource, false)
@@ -249,7 +302,7 @@ func breakerOutcome(ctx context.Context, err error) outcome {
 	switch {
 	case err == nil:
 		return served
-	case errors.As(err, &tok), ctx.Err() != nil:
+	case errors.As(err, &tok), errors.Is(err, ErrFenced), ctx.Err() != nil:
 		return abandoned // nothing was sent, or the caller gave up
 	case errors.As(err, &te):
 		return failed

@@ -144,6 +144,19 @@ func IsRedirect(err error) bool {
 	return errors.As(err, &e)
 }
 
+// FencedError: the request was not sent, this replica's leadership is not
+// confirmed (ErrFenced). Not an API failure; the work waits for a leader.
+type FencedError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("Polycrate API %s %s not sent: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *FencedError) Unwrap() error { return e.Err }
+
 // TokenError means the token could not be read (missing Secret or key).
 type TokenError struct{ Err error }
 

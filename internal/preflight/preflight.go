@@ -98,6 +98,10 @@ type Options struct {
 	// PullSecrets are the registry pull secrets the team agreed on; they must
 	// exist in Namespace and be on its default ServiceAccount.
 	PullSecrets []string
+	// SecretNamespaces: the operator was granted Secrets in these namespaces only
+	// (run --secret-namespaces, chart value rbac.secretNamespaces): its Secret
+	// rights are checked there instead of cluster-wide.
+	SecretNamespaces []string
 	// RegistryMirror names the mirror the team agreed on (reported; the cluster
 	// cannot show a node's containerd mirror configuration).
 	RegistryMirror string
@@ -266,7 +270,7 @@ func (a access) String() string {
 }
 
 // rightsOf are the profile's rights.
-func rightsOf(profile, namespace, operatorNamespace string) ([]access, error) {
+func rightsOf(profile, namespace, operatorNamespace string, secretNamespaces []string) ([]access, error) {
 	switch profile {
 	case "deploy":
 		return []access{{"", "namespaces", "create", "", profile}, {"apps", "deployments", "create", namespace, profile},
@@ -297,6 +301,12 @@ func rightsOf(profile, namespace, operatorNamespace string) ([]access, error) {
 							if role.Kind == "Role" {
 								ns = operatorNamespace
 							}
+							if ns == "" && g == "" && res == "secrets" && len(secretNamespaces) > 0 {
+								for _, sn := range secretNamespaces {
+									out = append(out, access{g, res, v, sn, profile})
+								}
+								continue
+							}
 							out = append(out, access{g, res, v, ns, profile})
 						}
 					}
@@ -322,7 +332,7 @@ func (c *Checker) rights(ctx context.Context) Row {
 	}
 	var list []access
 	for _, p := range c.Opts.Profiles {
-		l, err := rightsOf(p, c.Opts.Namespace, c.Opts.OperatorNamespace)
+		l, err := rightsOf(p, c.Opts.Namespace, c.Opts.OperatorNamespace, c.Opts.SecretNamespaces)
 		if err != nil {
 			r.set(Unknown, err.Error())
 			return r

@@ -51,6 +51,7 @@ func deployerRules() []rbacv1.PolicyRule {
 	return append(out,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews"}, Verbs: []string{"create"}},
 		// What the checks read.
 		rbacv1.PolicyRule{APIGroups: []string{"", "storage.k8s.io", "networking.k8s.io", "discovery.k8s.io", "apps", "velero.io",

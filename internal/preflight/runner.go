@@ -37,6 +37,8 @@ type Runner struct {
 	Config *rest.Config
 	// Namespace is the operator's namespace (its Role's rights).
 	Namespace string
+	// SecretNamespaces limits the Secret rights checked to these namespaces (see Options).
+	SecretNamespaces []string
 	Live      *liveconfig.Store
 	Interval  time.Duration
 	// Delay is the wait before the first run (default DefaultDelay; negative: at
@@ -118,7 +120,7 @@ func (r *Runner) run(ctx context.Context) {
 	if snap := r.Live.Get(); snap != nil && snap.Spec.CloudController.Enabled {
 		profiles = append(profiles, "cloud-controller")
 	}
-	rep := (&Checker{Config: r.Config, Opts: Options{Profiles: profiles, OperatorNamespace: r.Namespace}}).Run(ctx)
+	rep := (&Checker{Config: r.Config, Opts: Options{Profiles: profiles, OperatorNamespace: r.Namespace, SecretNamespaces: r.SecretNamespaces}}).Run(ctx)
 	if ctx.Err() != nil {
 		return
 	}

@@ -32,22 +32,27 @@ func MetaOf(o metav1.Object) Meta {
 	return m
 }
 
-// NewMetadataStore watches one resource cluster-wide by metadata only (its content
-// is never sent) and keeps the Meta of the objects keep accepts.
-func NewMetadataStore(cfg *rest.Config, gvr schema.GroupVersionResource, name string, keep func(*metav1.PartialObjectMetadata) bool) (*Store[Meta], error) {
+// NewMetadataStore watches one resource by metadata only (its content is never
+// sent) and keeps the Meta of the objects keep accepts: cluster-wide, or in the
+// given namespaces only.
+func NewMetadataStore(cfg *rest.Config, gvr schema.GroupVersionResource, name string, keep func(*metav1.PartialObjectMetadata) bool, namespaces ...string) (*Store[Meta], error) {
 	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	res := mc.Resource(gvr)
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return res.Watch(ctx, o)
-		},
+	listWatch := func(ri metadata.ResourceInterface) toolscache.ListerWatcher {
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return ri.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return ri.Watch(ctx, o)
+			},
+		}
 	}
+	lw := listWatch(res)
+	namespaced := func(ns string) toolscache.ListerWatcher { return listWatch(res.Namespace(ns)) }
 	slim := func(obj any) (Meta, bool) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok || !keep(m) {
@@ -56,7 +61,7 @@ func NewMetadataStore(cfg *rest.Config, gvr schema.GroupVersionResource, name st
 		return MetaOf(m), true
 	}
 	return New(Options[Meta]{
-		Name: name, ListWatch: lw, Example: &metav1.PartialObjectMetadata{}, Slim: slim,
+		Name: name, ListWatch: lw, Namespaces: namespaces, NamespacedListWatch: namespaced, Example: &metav1.PartialObjectMetadata{}, Slim: slim,
 		// The streaming list buffers what keep rejects as name and namespace only.
 		Trim: func(obj any) (any, error) {
 			m, ok := obj.(*metav1.PartialObjectMetadata)

@@ -38,6 +38,11 @@ type Event[V any] struct {
 type Options[V any] struct {
 	// Name names the store in logs and sources.
 	Name string
+	// Namespaces, when set, limits the store to these namespaces: one reflector
+	// each, with NamespacedListWatch's lister (for clusters that grant the
+	// operator a kind in named namespaces only).
+	Namespaces          []string
+	NamespacedListWatch func(namespace string) toolscache.ListerWatcher
 	// ListWatch lists and watches the kind cluster-wide; Example is an empty object
 	// of the type it returns.
 	ListWatch toolscache.ListerWatcher
@@ -71,10 +76,43 @@ func New[V any](o Options[V]) *Store[V] {
 	return &Store[V]{o: o, items: map[string]map[string]*V{}, synced: make(chan struct{})}
 }
 
-// Start runs the reflector until ctx ends (a manager Runnable).
+// Start runs the reflector until ctx ends (a manager Runnable): one for the
+// whole cluster, or one per namespace of Options.Namespaces.
 func (s *Store[V]) Start(ctx context.Context) error {
-	r := toolscache.NewReflectorWithOptions(s.o.ListWatch, s.o.Example, s, toolscache.ReflectorOptions{Name: s.o.Name})
-	r.RunWithContext(ctx)
+	if len(s.o.Namespaces) == 0 {
+		r := toolscache.NewReflectorWithOptions(s.o.ListWatch, s.o.Example, s, toolscache.ReflectorOptions{Name: s.o.Name})
+		r.RunWithContext(ctx)
+		return nil
+	}
+	var wg sync.WaitGroup
+	var pending sync.WaitGroup
+	pending.Add(len(s.o.Namespaces))
+	go func() { pending.Wait(); s.once.Do(func() { close(s.synced) }) }()
+	for _, ns := range s.o.Namespaces {
+		sc := &scoped[V]{Store: s, ns: ns, first: pending.Done}
+		r := toolscache.NewReflectorWithOptions(s.o.NamespacedListWatch(ns), s.o.Example, sc,
+			toolscache.ReflectorOptions{Name: s.o.Name + "/" + ns})
+		wg.Go(func() { r.RunWithContext(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// scoped is the reflector's store for one namespace of a Store: its full lists
+// replace that namespace's objects only.
+type scoped[V any] struct {
+	*Store[V]
+	ns    string
+	first func()
+	once  sync.Once
+}
+
+// Replace takes a full list of the namespace.
+func (sc *scoped[V]) Replace(list []any, _ string) error {
+	if err := sc.replaceIn(sc.ns, list); err != nil {
+		return err
+	}
+	sc.once.Do(sc.first)
 	return nil
 }
 
@@ -224,6 +262,15 @@ func (s *Store[V]) Delete(obj any) error { return s.apply(obj, true) }
 // Replace takes a full list (the first one, or a relist after the watch broke):
 // objects missing from it are gone, the others are added or updated.
 func (s *Store[V]) Replace(list []any, _ string) error {
+	if err := s.replaceIn("", list); err != nil {
+		return err
+	}
+	s.once.Do(func() { close(s.synced) })
+	return nil
+}
+
+// replaceIn applies a full list of one namespace ("" for all).
+func (s *Store[V]) replaceIn(scope string, list []any) error {
 	seen := map[string]map[string]bool{}
 	for _, obj := range list {
 		ns, name, err := key(obj)
@@ -241,6 +288,9 @@ func (s *Store[V]) Replace(list []any, _ string) error {
 	var gone [][2]string
 	s.mu.RLock()
 	for ns, m := range s.items {
+		if scope != "" && ns != scope {
+			continue
+		}
 		for name := range m {
 			if !seen[ns][name] {
 				gone = append(gone, [2]string{ns, name})
@@ -255,7 +305,6 @@ func (s *Store[V]) Replace(list []any, _ string) error {
 			}
 		}
 	}
-	s.once.Do(func() { close(s.synced) })
 	return nil
 }
 

@@ -2,11 +2,16 @@ package slimcache
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // obj is a Secret-like metadata object: kept when its name ends in ".poly".
@@ -134,5 +139,56 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStorePerNamespace: a store limited to named namespaces runs one lister
+// each, is synced once every one listed, and a relist of one namespace leaves
+// the others' objects alone.
+func TestStorePerNamespace(t *testing.T) {
+	s, events := newTestStore(t)
+	lists := map[string][]metav1.PartialObjectMetadata{
+		"a": {*obj("a", "one.poly", "1"), *obj("a", "other", "1")},
+		"b": {*obj("b", "two.poly", "1")},
+	}
+	var mu sync.Mutex
+	asked := map[string]bool{}
+	s.o.Example = &metav1.PartialObjectMetadata{}
+	s.o.Namespaces = []string{"a", "b"}
+	s.o.NamespacedListWatch = func(ns string) toolscache.ListerWatcher {
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+				mu.Lock()
+				asked[ns] = true
+				mu.Unlock()
+				return &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: lists[ns]}, nil
+			},
+			WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				if o.SendInitialEvents != nil && *o.SendInitialEvents {
+					return nil, errors.New("no streaming lists here") // the reflector falls back to a list
+				}
+				return watch.NewFake(), nil
+			},
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Start(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := s.WaitForSync(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 2 || !asked["a"] || !asked["b"] {
+		t.Fatalf("after the first lists: %d kept, listed %v", s.Len(), asked)
+	}
+	// A relist of a without one.poly removes it, and nothing of b.
+	sc := &scoped[Meta]{Store: s, ns: "a", first: func() {}}
+	must(t, sc.Replace(nil, "2"))
+	if _, ok := s.Get("b", "two.poly"); !ok || s.Len() != 1 {
+		t.Fatalf("a relist of a touched b: %d kept", s.Len())
+	}
+	if last := (*events)[len(*events)-1]; last != "delete a/one.poly" {
+		t.Fatalf("events %v", *events)
 	}
 }

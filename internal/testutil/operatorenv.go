@@ -39,6 +39,8 @@ type OperatorEnv struct {
 	log      logr.Logger
 	s3Resync time.Duration
 	as       rest.ImpersonationConfig
+	// secretNamespaces is the operator's --secret-namespaces.
+	secretNamespaces []string
 	stop     context.CancelFunc
 	done     chan error
 	ts       *httptest.Server
@@ -58,6 +60,8 @@ type OperatorEnvOptions struct {
 	// As runs the operator as this user (impersonation): what RBAC grants it is
 	// then all it may do. Empty: as envtest's admin.
 	As rest.ImpersonationConfig
+	// SecretNamespaces runs the operator with --secret-namespaces.
+	SecretNamespaces []string
 }
 
 // StartOperatorEnv starts everything and waits until the local cluster is registered.
@@ -66,7 +70,7 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As}
+	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As, secretNamespaces: o.SecretNamespaces}
 	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func (e *OperatorEnv) StartOperator() error {
 		return err
 	}
 	op, err := operator.Setup(mgr, operator.Options{Namespace: OperatorNamespace, Version: "0.0.1-test", RepairInterval: time.Hour,
-		S3Resync: e.s3Resync})
+		S3Resync: e.s3Resync, SecretNamespaces: e.secretNamespaces})
 	if err != nil {
 		return err
 	}

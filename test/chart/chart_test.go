@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -89,6 +91,17 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 		}
 	}
 	return nil
+}
+
+// rules are the rules of a rendered Role or ClusterRole.
+func rules(o *unstructured.Unstructured) []rbacv1.PolicyRule {
+	GinkgoHelper()
+	Expect(o).NotTo(BeNil())
+	var r struct {
+		Rules []rbacv1.PolicyRule `json:"rules"`
+	}
+	Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r)).To(Succeed())
+	return r.Rules
 }
 
 func kinds(objs []*unstructured.Unstructured) []string {
@@ -390,6 +403,66 @@ var _ = Describe("the Helm chart", func() {
 		Expect(full).NotTo(ContainSubstring("must serve what this release exposes"), "the chart wrote the OperatorConfig itself")
 		own := notes(map[string]any{"dns01Webhook": map[string]any{"enabled": true}})
 		Expect(own).To(ContainSubstring("dns01_webhook: {enabled: true, port: 10250, group_name: webhook.dns.polycrate.io, solver_name: polycrate}"))
+	})
+
+	It("grants CRD writes and the cleanup hook's Secret and Deployment access by name only", func() {
+		objs := mustRender(allFeatures)
+		// The manager may read every CRD, but create and patch only its own, by name.
+		for _, r := range rules(find(objs, "ClusterRole", "polycrate-operator-manager")) {
+			if slices.Contains(r.Resources, "customresourcedefinitions") && (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "patch")) {
+				Expect(r.ResourceNames).To(HaveLen(10), "CRD writes without resourceNames")
+				Expect(r.ResourceNames).To(ContainElements("operatorconfigs.polycrate.io", "s3buckets.polycrate.io"))
+			}
+		}
+		// The cleanup hook: cluster-wide only what it strips finalizers from;
+		// the token Secret and the operator's Deployment in a Role, by name.
+		for _, r := range rules(find(objs, "ClusterRole", "polycrate-operator-cleanup")) {
+			Expect(r.Resources).NotTo(ContainElement("secrets"), "the hook's ClusterRole reaches Secrets")
+			Expect(r.Resources).NotTo(ContainElement("deployments"), "the hook's ClusterRole reaches Deployments")
+		}
+		role := find(objs, "Role", "polycrate-operator-cleanup")
+		Expect(role).NotTo(BeNil())
+		Expect(role.GetNamespace()).To(Equal("polycrate"))
+		Expect(rules(role)).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{"polycrate-operator"}, Verbs: []string{"get", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"polycrate-api-creds"}, Verbs: []string{"get"}}))
+		Expect(find(objs, "RoleBinding", "polycrate-operator-cleanup")).NotTo(BeNil())
+		// Without retireAPI the hook reads no Secret at all.
+		Expect(rules(find(mustRender(nil), "Role", "polycrate-operator-cleanup"))).To(HaveLen(1))
+	})
+
+	It("grants Secrets cluster-wide by default, and only by Roles in rbac.secretNamespaces when set — and tells the operator", func() {
+		grantsSecrets := func(rs []rbacv1.PolicyRule) bool {
+			return slices.ContainsFunc(rs, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "secrets") })
+		}
+		args := func(objs []*unstructured.Unstructured) []any {
+			c, _, _ := unstructured.NestedSlice(find(objs, "Deployment", "polycrate-operator").Object, "spec", "template", "spec", "containers")
+			return c[0].(map[string]any)["args"].([]any)
+		}
+		def := mustRender(nil)
+		Expect(grantsSecrets(rules(find(def, "ClusterRole", "polycrate-operator-manager")))).To(BeTrue())
+		Expect(find(def, "Role", "polycrate-operator-secrets")).To(BeNil())
+		Expect(args(def)).NotTo(ContainElement(HavePrefix("--secret-namespaces")))
+
+		objs := mustRender(map[string]any{"rbac": map[string]any{"secretNamespaces": []any{"default", "kube-public"}}})
+		dryRun(objs)
+		Expect(grantsSecrets(rules(find(objs, "ClusterRole", "polycrate-operator-manager")))).To(BeFalse(), "the ClusterRole still grants Secrets")
+		var roles []string
+		for _, o := range objs {
+			if o.GetKind() == "Role" && o.GetName() == "polycrate-operator-secrets" {
+				roles = append(roles, o.GetNamespace())
+				Expect(rules(o)).To(ConsistOf(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+					Verbs: []string{"create", "delete", "get", "list", "update", "watch"}}))
+			}
+			if o.GetKind() == "RoleBinding" && o.GetName() == "polycrate-operator-secrets" {
+				subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+				Expect(subjects).To(ConsistOf(HaveKeyWithValue("namespace", "polycrate")))
+			}
+		}
+		Expect(roles).To(ConsistOf("default", "kube-public"))
+		Expect(args(objs)).To(ContainElement("--secret-namespaces=default,kube-public"))
+		_, err := render(map[string]any{"rbac": map[string]any{"secretNamespaces": []any{"Not A Namespace"}}})
+		Expect(err).To(MatchError(ContainSubstring("secretNamespaces")), "the schema refuses an invalid namespace")
 	})
 
 	It("renames every object with fullnameOverride, and keeps the label the operator finds its Pods by", func() {

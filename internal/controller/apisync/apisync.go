@@ -387,6 +387,9 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 // object); transient → backoff; anything else → condition, event, and a look
 // again after RequeueFailedStep.
 func (r *Reconciler[O, P]) finalizeError(obj O, what string, err error) (reconcile.Result, bool, error) {
+	if errors.Is(err, polycrate.ErrFenced) {
+		return reconcile.Result{RequeueAfter: controller.RequeueShortly}, false, nil // not sent; see Classify
+	}
 	if polycrate.IsCircuitOpen(err) {
 		o := controller.Classify(err)
 		r.waiting(obj, o.Reason, "cannot "+what+" this object yet: "+o.Message)

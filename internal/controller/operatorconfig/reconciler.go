@@ -184,6 +184,11 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 			r.Errors.Record("local_cluster", msg, false)
 		}
 		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, reason, msg)
+		if polycrate.IsCircuitOpen(err) {
+			// Parked: the breaker's closing wakes the OperatorConfig (no backoff,
+			// no error log per retry on top of the breaker's own line).
+			return ctrl.Result{RequeueAfter: controller.RequeueCircuitOpen}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,

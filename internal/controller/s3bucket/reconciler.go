@@ -61,6 +61,15 @@ type Reconciler struct {
 	// Resync is how often a Ready bucket compares its Secret with the API's
 	// credentials (rotation, tampering the watch did not see); default 5 minutes.
 	Resync time.Duration
+	// SecretNamespaces are the namespaces the operator may write Secrets in (nil:
+	// all; run --secret-namespaces). A bucket elsewhere is refused before the API
+	// is asked: its credentials could never be written.
+	SecretNamespaces []string
+}
+
+// secretsGranted: the operator may write Secrets in the namespace.
+func (r *Reconciler) secretsGranted(namespace string) bool {
+	return len(r.SecretNamespaces) == 0 || slices.Contains(r.SecretNamespaces, namespace)
 }
 
 // Reconcile runs the skeleton: get → deleting? → finalizer → claim → bucket →
@@ -106,6 +115,11 @@ func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket, patcher *con
 		// covers CRs stored before it did).
 		return ctrl.Result{}, controller.Permanent(v1.ReasonInvalidSpec, fmt.Sprintf("spec.name %q cannot be served: its credentials Secret name %q is invalid (%s)",
 			b.Spec.Name, SecretName(b.Spec.Name), strings.Join(errs, "; ")))
+	}
+	if !r.secretsGranted(b.Namespace) {
+		return ctrl.Result{}, controller.Permanent(v1.ReasonSecretNamespaceNotGranted, fmt.Sprintf(
+			"the operator may not write Secrets in namespace %s (it is granted Secrets only in %s: run --secret-namespaces, chart value rbac.secretNamespaces); no bucket is created until it may write its credentials Secret here",
+			b.Namespace, strings.Join(r.SecretNamespaces, ", ")))
 	}
 	if owner, err := r.claimedBy(ctx, b); err != nil {
 		return ctrl.Result{}, err
@@ -385,6 +399,9 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result,
 				return ctrl.Result{RequeueAfter: controller.RequeueNotConnected}, false, nil
 			}
 			if err := polycrate.IgnoreNotFound(c.Buckets().Delete(ctx, id)); err != nil {
+				if errors.Is(err, polycrate.ErrFenced) {
+					return ctrl.Result{RequeueAfter: controller.RequeueShortly}, false, nil // not sent; see controller.Classify
+				}
 				if polycrate.IsTransient(err) {
 					return ctrl.Result{}, false, err
 				}
@@ -400,7 +417,10 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1.S3Bucket) (ctrl.Result,
 		}
 	}
 	s := &corev1.Secret{}
-	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
+	var err error = apierrors.NewNotFound(corev1.Resource("secrets"), SecretName(b.Spec.Name)) // never written where not granted
+	if r.secretsGranted(b.Namespace) {
+		err = r.Reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: SecretName(b.Spec.Name)}, s)
+	}
 	switch {
 	case err == nil:
 		if ref := metav1.GetControllerOf(s); ref != nil && ref.UID == b.UID {

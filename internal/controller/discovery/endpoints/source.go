@@ -57,6 +57,9 @@ type SourceReconciler struct {
 	// Active, when set, says whether the source kind is served now (a gated CRD);
 	// while it is not, the reconciler does nothing.
 	Active func() bool
+	// Reader reads a source uncached before its Endpoints are deleted as stale
+	// (nil: the cache's word is taken).
+	Reader client.Reader
 }
 
 // Reconcile declares one Endpoint CR per host of a selected source.
@@ -67,7 +70,10 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	in := r.Inspector
 	obj := in.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.orphaned(ctx, req)
+		}
+		return ctrl.Result{}, err
 	}
 	owned, err := ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label(), obj.GetName())
 	if err != nil {
@@ -316,6 +322,35 @@ func IndexEndpoints(ctx context.Context, mgr interface{ GetFieldIndexer() client
 }
 
 // ownedEndpoints lists the Endpoints a source created (through the index).
+// orphaned deletes the Endpoints of a source that is gone: the stale sweep's
+// work, done at once when such an Endpoint appears or changes — e.g. one a
+// replica created for a source deleted while it was paused, or one created
+// after the source's deletion passed (their events map to the gone source).
+// The source is read uncached first: the cache may lag behind a new source.
+func (r *SourceReconciler) orphaned(ctx context.Context, req ctrl.Request) error {
+	owned, err := ownedEndpoints(ctx, r.Client, req.Namespace, r.Inspector.Label(), req.Name)
+	if err != nil || len(owned) == 0 {
+		return err
+	}
+	if r.Reader != nil {
+		err := r.Reader.Get(ctx, req.NamespacedName, r.Inspector.New())
+		if err == nil || !apierrors.IsNotFound(err) {
+			return client.IgnoreNotFound(err) // it exists after all: its own event follows
+		}
+	}
+	for i := range owned {
+		if !owned[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		r.Log.Info("deleting an Endpoint whose source is gone", "namespace", owned[i].Namespace, "name", owned[i].Name,
+			"source", r.Inspector.Label()+"="+req.Name)
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &owned[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func ownedEndpoints(ctx context.Context, c client.Client, namespace, label, name string) ([]v1.Endpoint, error) {
 	list := &v1.EndpointList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexEndpointSource: label + "=" + name}); err != nil {
