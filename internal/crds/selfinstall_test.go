@@ -144,7 +144,10 @@ func versionSpecs() {
 		}, 30*time.Second).Should(BeTrue())
 		var buf bytes.Buffer
 		var rep *crds.Report
-		Eventually(func() (err error) { rep, err = crds.SelfInstall(ctx, installer, "v0.5.0", bufferLogger(&buf)); return err }, 30*time.Second).Should(Succeed())
+		Eventually(func() (err error) {
+			rep, err = crds.SelfInstall(ctx, installer, "v0.5.0", bufferLogger(&buf))
+			return err
+		}, 30*time.Second).Should(Succeed())
 		Expect(rep.Err).NotTo(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "hosts.polycrate.io"}, hosts)).To(Succeed())
 

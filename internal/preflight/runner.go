@@ -39,8 +39,8 @@ type Runner struct {
 	Namespace string
 	// SecretNamespaces limits the Secret rights checked to these namespaces (see Options).
 	SecretNamespaces []string
-	Live      *liveconfig.Store
-	Interval  time.Duration
+	Live             *liveconfig.Store
+	Interval         time.Duration
 	// Delay is the wait before the first run (default DefaultDelay; negative: at
 	// once): a restarted operator's first minutes stay quiet, and a fleet that
 	// restarts at once does not ask every API server at the same moment.

@@ -41,9 +41,9 @@ type OperatorEnv struct {
 	as       rest.ImpersonationConfig
 	// secretNamespaces is the operator's --secret-namespaces.
 	secretNamespaces []string
-	stop     context.CancelFunc
-	done     chan error
-	ts       *httptest.Server
+	stop             context.CancelFunc
+	done             chan error
+	ts               *httptest.Server
 }
 
 // OperatorEnvOptions tune StartOperatorEnv.
