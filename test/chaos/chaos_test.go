@@ -177,6 +177,8 @@ func start(name string, ha bool) *proc {
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG=")
+	// Should the test binary die (a timeout), its operators die with it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	Expect(p.cmd.Start()).To(Succeed())
 	go func() { p.exit = p.cmd.Wait(); _ = logFile.Close(); close(p.done) }()
