@@ -85,7 +85,7 @@ FUZZTIME ?= 5s
 FUZZ_LIGHT_TARGETS := ./internal/annotations:FuzzParse ./internal/metasecret:FuzzParse ./internal/names:FuzzNames \
   ./internal/emulator:FuzzRequestDecoding ./internal/polycrate:FuzzResponseDecoding
 FUZZ_TARGETS := $(FUZZ_LIGHT_TARGETS) ./internal/externaldns:FuzzWebhookBodies ./internal/dns01:FuzzChallenge
-FUZZ_SHORT_TIME ?= 3s
+FUZZ_SHORT_TIME ?= 2s
 
 .PHONY: fuzz
 fuzz: envtest ## Fuzz every parser and decoder reachable from outside for FUZZTIME each (make test runs their seed corpora, and fuzz-short).

@@ -43,7 +43,7 @@ func runSizes() sizes {
 	if *flagFull {
 		return sizes{batch: 100, hosts: 2, big: 3000, outage: 60 * time.Second, window: 30 * time.Second, kills: 20, converge: 10 * time.Minute}
 	}
-	return sizes{batch: 15, hosts: 2, big: 60, outage: 15 * time.Second, window: 6 * time.Second, kills: 3, converge: 3 * time.Minute}
+	return sizes{batch: 15, hosts: 2, big: 60, outage: 12 * time.Second, window: 5 * time.Second, kills: 2, converge: 3 * time.Minute}
 }
 
 func TestChaos(t *testing.T) {

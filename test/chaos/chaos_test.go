@@ -459,7 +459,7 @@ var _ = Describe("the operator under faults", Ordered, func() {
 		proxy.Set(&faultproxy.Fault{Latency: 5 * time.Second})
 		createBatch("slow", sz.batch)
 		deleteSome(sz.batch / 5)
-		window(max(sz.window, 12*time.Second))
+		window(max(sz.window, 8*time.Second)) // longer than one answer's 5 s
 		end := time.Now()
 		proxy.Set(nil)
 		after, s := converge(end)

@@ -305,12 +305,16 @@ var _ = Describe("CloudNativePG, installed after the operator", Ordered, func() 
 
 		b := &v1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cnpg-pg-20251220"}}
 		id := syncedCR(b, func() *v1.SyncStatus { return &b.Status.SyncStatus })
-		got, err := apiClient().Backups().Get(ctx, id)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(got.Provider).To(Equal("cloudnativepg"))
-		Expect(got.Kind).To(Equal("database"))
-		Expect(got.Status).To(Equal("completed"))
-		Expect(*got.SourceNamespace).To(Equal(ns))
+		// The Backup was created before its status was set: the mirror may first
+		// sync it as pending, then as completed.
+		Eventually(func(g Gomega) {
+			got, err := apiClient().Backups().Get(ctx, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Provider).To(Equal("cloudnativepg"))
+			g.Expect(got.Kind).To(Equal("database"))
+			g.Expect(got.Status).To(Equal("completed"))
+			g.Expect(*got.SourceNamespace).To(Equal(ns))
+		}, timeout, poll).Should(Succeed())
 
 		s := &v1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cnpg-pg-nightly"}}
 		sid := syncedCR(s, func() *v1.SyncStatus { return &s.Status.SyncStatus })
