@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -193,8 +194,8 @@ func WaitsForAPI(o client.Object) bool {
 	if !ok {
 		return false
 	}
-	c := meta.FindStatusCondition(*obj.StatusConditions(), "Ready")
-	return c != nil && c.Status == "False" && (c.Reason == v1.ReasonCircuitOpen || c.Reason == v1.ReasonAPIUnavailable)
+	c := meta.FindStatusCondition(*obj.StatusConditions(), v1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && (c.Reason == v1.ReasonCircuitOpen || c.Reason == v1.ReasonAPIUnavailable)
 }
 
 // Every runs fn on the leader every interval() (read anew each round: a
