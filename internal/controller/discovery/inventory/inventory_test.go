@@ -215,18 +215,26 @@ var _ = Describe("cert-manager → Certificates", func() {
 		src := certificate(ns, "api-example-com-tls", "letsencrypt-production", time.Now().Add(90*24*time.Hour))
 		cr := &v1.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "certmanager-" + ns + "-api-example-com-tls"}}
 		id := syncedCR(cr, func() *v1.SyncStatus { return &cr.Status.SyncStatus })
-		Expect(cr.Labels).To(SatisfyAll(HaveKeyWithValue(v1.LabelCertificateIssuer, "letsencrypt-production"),
-			HaveKeyWithValue(v1.LabelCertificateSource, "api-example-com-tls"), HaveKeyWithValue(v1.LabelCertificateReady, "true"),
-			HaveKeyWithValue(v1.LabelOperatorDiscovered, "true")))
-		Expect(cr.Spec.CertificateStatus).To(Equal("ready"))
-		Expect(cr.Spec.SourceCertManager.UID).To(Equal(string(src.UID)))
-		// The seed's custom-columns read these paths.
-		Expect(cr.Spec.IssuerName).To(Equal("letsencrypt-production"))
-		Expect(cr.Spec.IsReady).To(BeTrue())
-		Expect(cr.Status.SyncStatus.SyncStatus).To(Equal("synced"))
-		Expect(cr.Status.APIID).To(Equal(id))
-		got, err := apiClient().Certificates().Get(ctx, id)
-		Expect(err).NotTo(HaveOccurred())
+		// The Certificate was created before its status was set (status is a
+		// subresource): the mirror may first sync it as pending, then as ready.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
+			g.Expect(cr.Labels).To(SatisfyAll(HaveKeyWithValue(v1.LabelCertificateIssuer, "letsencrypt-production"),
+				HaveKeyWithValue(v1.LabelCertificateSource, "api-example-com-tls"), HaveKeyWithValue(v1.LabelCertificateReady, "true"),
+				HaveKeyWithValue(v1.LabelOperatorDiscovered, "true")))
+			g.Expect(cr.Spec.CertificateStatus).To(Equal("ready"))
+			g.Expect(cr.Spec.SourceCertManager.UID).To(Equal(string(src.UID)))
+			// The seed's custom-columns read these paths.
+			g.Expect(cr.Spec.IssuerName).To(Equal("letsencrypt-production"))
+			g.Expect(cr.Spec.IsReady).To(BeTrue())
+			g.Expect(cr.Status.SyncStatus.SyncStatus).To(Equal("synced"))
+			g.Expect(cr.Status.APIID).To(Equal(id))
+		}, timeout, poll).Should(Succeed())
+		got := eventually(func() (*polycrate.Certificate, error) { return apiClient().Certificates().Get(ctx, id) },
+			func(g Gomega, c *polycrate.Certificate) {
+				g.Expect(c.CertificateStatus).To(Equal("ready"))
+				g.Expect(c.IsReady).To(BeTrue())
+			})
 		Expect(got.SecretName).To(Equal("api-example-com-tls"))
 		Expect(got.Namespace).To(Equal(ns))
 		Expect(got.DNSNames).To(ConsistOf("api.example.com"))
