@@ -66,7 +66,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand), a reduced chaos run, the chart's alerts and dashboard (test/promql), then one demo run.
+test: prefetch manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand), a reduced chaos run, the chart's alerts and dashboard (test/promql), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz-short
 	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -75,6 +75,14 @@ test: manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds
 	  -health-probe-bind-address 127.0.0.1:18081 -metrics-bind-address 127.0.0.1:18080 > bin/demo-test.log 2>&1 \
 	  || { tail -50 bin/demo-test.log; tail -50 bin/demo-test/operator.log; echo "make test: the demo did not converge (logs: bin/demo-test.log, bin/demo-test/operator.log)"; exit 1; }
 	@sed -n '/what the Polycrate API now holds/,/converged; DEMO_ONCE/p' bin/demo-test.log | grep -v '"level"' 
+
+# The module downloads of the envtest build and of test/promql (network-bound)
+# run in the background while the tools and the operator compile (CPU-bound),
+# on a cold make test. Go's module cache is safe for
+# concurrent downloads; a later build of either module waits for it.
+.PHONY: prefetch
+prefetch:
+	@mkdir -p $(LOCALBIN); ( (cd hack/envtest && go mod download) ; (cd test/promql && go mod download) ) > $(LOCALBIN)/prefetch.log 2>&1 &
 
 FUZZTIME ?= 5s
 # The targets whose test packages have few dependencies (4 to 87): their
@@ -114,10 +122,18 @@ chromium: ## Make sure a headless Chromium exists for the browser test of the ro
 	      (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	    else echo "make test needs a headless Chromium: apt-get install chromium (as root)"; exit 1; fi; }
 
+# The scale harness's tiers (Ingresses; each tier in a fresh control plane):
+# make bench BENCH_SIZES=1000,5000,20000 for the cost-growth table (about an hour here).
+BENCH_SIZES ?= 5000
+
 .PHONY: bench
-bench: envtest ## Run the benchmarks, then the scale harness (test/perf; PERF_ARGS for sizes). Not part of make test.
+bench: envtest ## Run the benchmarks, then the scale harness (test/perf) at BENCH_SIZES Ingresses (PERF_ARGS for more flags). Not part of make test.
 	go test -run '^$$' -bench . -benchmem ./...
-	go run ./test/perf $(PERF_ARGS)
+	$(MAKE) --no-print-directory perf
+
+.PHONY: perf
+perf: envtest ## Run only the scale harness at BENCH_SIZES (e.g. 1000,5000,20000); exits non-zero when a target is missed or a phase fails.
+	go run ./test/perf -sizes $(BENCH_SIZES) $(PERF_ARGS)
 
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.

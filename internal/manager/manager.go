@@ -124,6 +124,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: NewScheme(),
 		Logger: o.Logger,
+		// Field indexes of the operator's own, a seventh of the memory
+		// (indexcache.go).
+		NewCache: newCompactIndexCache,
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),

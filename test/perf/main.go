@@ -6,13 +6,19 @@
 // and Secret, propagation latency of annotation changes, and a write brownout.
 // It prints a table and writes test/perf/out/results.json and convergence.svg.
 //
-//	go run ./test/perf [-ingresses 5000] [-pods 20000] [-secrets 5000] …
+//	go run ./test/perf [-sizes 1000,5000,20000] [-stop-after convergence] …
+//
+// Each size is a tier in a fresh control plane and emulator. A phase that fails
+// or is skipped is printed as FAILED or SKIPPED with its reason, never as a
+// figure; the exit status is 0 when every measured target held, 1 when one was
+// missed, 2 when a phase failed.
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +27,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -33,6 +40,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,21 +56,27 @@ import (
 )
 
 type config struct {
+	sizes                                                                 []int
 	ingresses, hosts, pods, annotatedPods, secrets, changes, concurrency int
-	restartWindow, brownout, timeout                                     time.Duration
-	brownoutIngresses                                                    int
-	out                                                                  string
-	stopAfter, pprof, operatorArgs, cpuProfile                           string
+	podsPerIngress, secretsPerIngress                                     int
+	restartWindow, brownout, timeout                                      time.Duration
+	brownoutIngresses                                                     int
+	out                                                                   string
+	stopAfter, pprof, operatorArgs, cpuProfile                            string
 }
 
-// Results is what one run measured.
+// Results is what one tier (one size) measured. A figure counts only if the
+// phase that measures it ended ok (Phases); the table never prints it otherwise.
 type Results struct {
 	Machine                 string     `json:"machine"`
 	Ingresses               int        `json:"ingresses"`
 	Endpoints               int        `json:"endpoints"`
+	Phases                  []Phase    `json:"phases"`
 	CeilingSeconds          float64    `json:"write_ceiling_seconds"`
 	CeilingWrites           int        `json:"write_ceiling_writes"`
 	OperatorK8sWrites       int        `json:"operator_k8s_writes_until_idle"`
+	K8sWritesPerEndpoint    float64    `json:"operator_k8s_writes_per_endpoint"`
+	OperatorCPUSeconds      float64    `json:"operator_cpu_seconds_until_idle"`
 	ConvergenceSeconds      float64    `json:"convergence_seconds"`
 	ConvergenceRatio        float64    `json:"convergence_ratio_to_ceiling"`
 	RestartAPIWrites        int        `json:"restart_api_writes"`
@@ -82,45 +96,123 @@ type Results struct {
 	BrownoutDuplicates      int        `json:"brownout_duplicates"`
 	BrownoutExtraWriteCalls int        `json:"brownout_extra_write_calls"`
 	ConvergenceTimeline     [][2]int64 `json:"convergence_timeline_ms_synced"`
-	Notes                   []string   `json:"notes,omitempty"`
+	Verdicts                []Verdict  `json:"verdicts"`
+}
+
+// Report is one run: a tier per size.
+type Report struct {
+	Started string     `json:"started"`
+	Args    []string   `json:"args"`
+	Tiers   []*Results `json:"tiers"`
+	Exit    int        `json:"exit_status"`
 }
 
 func main() {
 	var c config
-	flag.IntVar(&c.ingresses, "ingresses", 5000, "annotated Ingresses present before the operator starts")
+	var sizes string
+	flag.StringVar(&sizes, "sizes", "", "comma-separated tiers of annotated Ingresses, each measured in a fresh control plane and emulator (e.g. 1000,5000,20000); empty: -ingresses")
+	flag.IntVar(&c.ingresses, "ingresses", 5000, "annotated Ingresses present before the operator starts (one tier; -sizes for several)")
 	flag.IntVar(&c.hosts, "hosts", 2, "hosts per Ingress")
-	flag.IntVar(&c.pods, "pods", 20000, "Pods in the cluster for the memory phase")
-	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of those, annotated polycrate_k8sapp_name (100 apps)")
-	flag.IntVar(&c.secrets, "secrets", 5000, "unrelated 4 KiB Secrets for the memory phase")
+	flag.IntVar(&c.podsPerIngress, "pods-per-ingress", 4, "Pods in the cluster for the memory phase, per Ingress of the tier")
+	flag.IntVar(&c.secretsPerIngress, "secrets-per-ingress", 1, "unrelated 4 KiB Secrets for the memory phase, per Ingress of the tier")
+	flag.IntVar(&c.pods, "pods", 0, "Pods for the memory phase (0: -pods-per-ingress × Ingresses)")
+	flag.IntVar(&c.secrets, "secrets", 0, "Secrets for the memory phase (0: -secrets-per-ingress × Ingresses)")
+	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of the Pods, annotated polycrate_k8sapp_name (100 apps)")
 	flag.IntVar(&c.changes, "changes", 200, "annotation changes for the propagation phase")
-	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling")
+	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling and of the workload's creation")
 	flag.DurationVar(&c.restartWindow, "restart-window", 2*time.Minute, "how long to count writes after a restart")
 	flag.DurationVar(&c.brownout, "brownout", 60*time.Second, "how long the API fails every write in the brownout phase")
 	flag.IntVar(&c.brownoutIngresses, "brownout-ingresses", 500, "Ingresses created for the brownout phase")
-	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up on a phase after this long")
-	flag.StringVar(&c.stopAfter, "stop-after", "", "end the run after this phase (convergence, restart, memory, propagation); empty runs all")
+	flag.DurationVar(&c.timeout, "timeout", 0, "give up on a phase after this long (0: scaled to the tier, 5 min + 30 ms per Endpoint and 5 ms per Pod)")
+	flag.StringVar(&c.stopAfter, "stop-after", "", "end each tier after this phase (convergence, restart, memory, propagation); empty runs all")
 	flag.StringVar(&c.pprof, "pprof", "", "serve the operator's /debug/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.StringVar(&c.operatorArgs, "operator-args", "", "extra flags for the operator, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness process's CPU profile (emulator included) to this file")
-	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json and convergence.svg go")
+	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json, results.txt and convergence-<size>.svg go")
 	flag.Parse()
+	if sizes == "" {
+		c.sizes = []int{c.ingresses}
+	} else {
+		for _, f := range strings.Split(sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "perf: -sizes: %q is not a positive number\n", f)
+				os.Exit(2)
+			}
+			c.sizes = append(c.sizes, n)
+		}
+	}
+	switch c.stopAfter {
+	case "", pConvergence, pRestart, pMemory, pPropagation:
+	default:
+		fmt.Fprintf(os.Stderr, "perf: -stop-after %q: one of convergence, restart, memory, propagation\n", c.stopAfter)
+		os.Exit(2)
+	}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	r, err := run(context.Background(), c)
-	if r != nil {
-		printTable(os.Stdout, r)
-		if werr := write(c.out, r); werr != nil {
-			fmt.Fprintln(os.Stderr, "perf:", werr)
-		}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(2)
 	}
+	rep := &Report{Started: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:]}
+	bin, err := buildOperator(c.out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
-		os.Exit(1)
+		os.Exit(2)
 	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	for _, n := range c.sizes {
+		tc := c
+		tc.ingresses = n
+		if tc.pods == 0 {
+			tc.pods = n * c.podsPerIngress
+		}
+		if tc.secrets == 0 {
+			tc.secrets = n * c.secretsPerIngress
+		}
+		r, cleanup := runTier(ctx, tc, bin)
+		r.Verdicts = verdicts(r)
+		rep.Tiers = append(rep.Tiers, r)
+		printTier(os.Stdout, r)
+		// Written after every tier: a long run that dies later keeps what it measured.
+		if werr := write(c.out, rep); werr != nil {
+			fmt.Fprintln(os.Stderr, "perf:", werr)
+		}
+		step(fmt.Sprintf("%d Ingresses: stopping the operator, the control plane and the emulator", n))
+		cleanup()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	var table strings.Builder
+	for _, r := range rep.Tiers {
+		printTier(&table, r)
+	}
+	printGrowth(&table, rep.Tiers)
+	printSummary(&table, rep.Tiers)
+	rep.Exit = exitStatus(rep.Tiers)
+	fmt.Print("\n" + table.String()[1:])
+	if werr := write(c.out, rep); werr != nil {
+		fmt.Fprintln(os.Stderr, "perf:", werr)
+	}
+	if werr := os.WriteFile(filepath.Join(c.out, "results.txt"), []byte(table.String()), 0o644); werr != nil {
+		fmt.Fprintln(os.Stderr, "perf:", werr)
+	}
+	os.Exit(rep.Exit)
+}
+
+func buildOperator(out string) (string, error) {
+	step("building the operator binary")
+	bin := filepath.Join(out, "polycrate-operator")
+	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, b)
+	}
+	return bin, nil
 }
 
 type harness struct {
@@ -138,105 +230,177 @@ type harness struct {
 	pprofAddr string
 }
 
-func run(ctx context.Context, c config) (*Results, error) {
-	r := &Results{Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+// phaseTimeout is how long a phase may take: -timeout, or scaled to the tier.
+func (c config) phaseTimeout() time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	return 5*time.Minute + time.Duration(c.ingresses*c.hosts)*30*time.Millisecond + time.Duration(c.pods)*5*time.Millisecond
+}
+
+// runTier measures one size in a fresh control plane and emulator. Every phase
+// records how it ended; after a phase fails, the phases that need its outcome
+// are skipped with the reason.
+func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup func()) {
+	r = &Results{Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Ingresses: c.ingresses, Endpoints: c.ingresses * c.hosts, Pods: c.pods, Secrets: c.secrets}
-	h := &harness{cfg: c}
-	step("building the operator binary")
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return nil, err
+	h := &harness{cfg: c, bin: bin}
+	var stopEnv func()
+	// Stopped after the tier's results are written (a hanging stop loses nothing).
+	cleanup = func() {
+		// The operator first: the emulator's Close waits for its open requests.
+		h.stopOperator()
+		if stopEnv != nil {
+			stopEnv()
+		}
 	}
-	h.bin = filepath.Join(c.out, "polycrate-operator")
-	if out, err := exec.Command("go", "build", "-o", h.bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %v: %s", err, out)
+	blocked := "" // why the remaining phases cannot run
+	phase := func(name string, f func(ctx context.Context) error) bool {
+		if blocked != "" {
+			r.Phases = append(r.Phases, Phase{Name: name, State: phaseSkipped, Reason: blocked})
+			return false
+		}
+		if ctx.Err() != nil {
+			blocked = "interrupted"
+			r.Phases = append(r.Phases, Phase{Name: name, State: phaseSkipped, Reason: blocked})
+			return false
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.phaseTimeout())
+		defer cancel()
+		start := time.Now()
+		err := f(pctx)
+		p := Phase{Name: name, State: phaseOK, Seconds: time.Since(start).Seconds()}
+		if err != nil {
+			if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				err = fmt.Errorf("did not finish within %s: %w", c.phaseTimeout(), err)
+			}
+			p.State, p.Reason = phaseFailed, err.Error()
+			fmt.Fprintf(os.Stderr, "perf: %d Ingresses: %s FAILED: %v\n", c.ingresses, name, err)
+		}
+		r.Phases = append(r.Phases, p)
+		return err == nil
 	}
-	step("starting envtest and the API emulator")
-	env, cfg, err := testutil.Start(testutil.Options{OwnCRDs: true})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = env.Stop() }()
-	cfg.QPS, cfg.Burst = 500, 1000
-	h.rest = cfg
-	if h.k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()}); err != nil {
-		return nil, err
-	}
-	if h.api, err = emulator.New(emulator.Config{}); err != nil {
-		return nil, err
-	}
-	ts := httptest.NewServer(h.api.Handler())
-	defer ts.Close()
-	h.apiURL = ts.URL
-	h.kcfg = filepath.Join(c.out, "kubeconfig")
-	if err := os.WriteFile(h.kcfg, env.KubeConfig, 0o600); err != nil {
-		return nil, err
-	}
-	defer h.stopOperator()
-	if err := h.setup(ctx); err != nil {
-		return r, err
-	}
-
-	step(fmt.Sprintf("creating %d Ingresses with %d hosts each", c.ingresses, c.hosts))
-	if err := parallel(c.concurrency, c.ingresses, func(i int) error { return h.k8s.Create(ctx, ingress("perf", i, c.hosts)) }); err != nil {
-		return r, err
-	}
-
-	step("measuring the write ceiling with a bare client")
-	if r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx); err != nil {
-		return r, err
+	stopped := func(after string) bool {
+		if c.stopAfter == after {
+			blocked = "-stop-after " + after
+		}
+		return blocked != ""
 	}
 
-	step("starting the operator; convergence")
-	start := time.Now()
-	if err := h.startOperator(); err != nil {
-		return r, err
+	if !phase(pSetup, func(ctx context.Context) error {
+		step(fmt.Sprintf("%d Ingresses: starting envtest and the API emulator", c.ingresses))
+		env, cfg, err := testutil.Start(testutil.Options{OwnCRDs: true})
+		if err != nil {
+			return err
+		}
+		stopEnv = func() { _ = env.Stop() }
+		cfg.QPS, cfg.Burst = 500, 1000
+		cfg.Timeout = 2 * time.Minute
+		h.rest = cfg
+		if h.k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()}); err != nil {
+			return err
+		}
+		if h.api, err = emulator.New(emulator.Config{}); err != nil {
+			return err
+		}
+		ts := httptest.NewServer(h.api.Handler())
+		prev := stopEnv
+		stopEnv = func() {
+			ts.CloseClientConnections()
+			done := make(chan struct{})
+			go func() { ts.Close(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second): // a request still open: the process ends soon anyway
+			}
+			prev()
+		}
+		h.apiURL = ts.URL
+		h.kcfg = filepath.Join(c.out, "kubeconfig")
+		if err := os.WriteFile(h.kcfg, env.KubeConfig, 0o600); err != nil {
+			return err
+		}
+		if err := h.setup(ctx); err != nil {
+			return err
+		}
+		step(fmt.Sprintf("creating %d Ingresses with %d hosts each", c.ingresses, c.hosts))
+		return parallel(c.concurrency, c.ingresses, func(i int) error { return h.create(ctx, ingress("perf", i, c.hosts)) })
+	}) {
+		blocked = "setup failed"
 	}
-	timeline, err := h.waitEndpoints(ctx, r.Endpoints, start)
-	r.ConvergenceTimeline = timeline
-	if err != nil {
-		return r, err
-	}
-	r.ConvergenceSeconds = time.Since(start).Seconds()
-	r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingSeconds
-	if err := h.waitIdle(ctx); err != nil {
-		return r, err
-	}
-	if m, err := h.metrics(); err == nil {
+
+	phase(pCeiling, func(ctx context.Context) error {
+		step("measuring the write ceiling with a bare client")
+		var err error
+		r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx)
+		step("removing the ceiling's objects")
+		if cerr := h.cleanCeiling(ctx); cerr != nil {
+			// The operator must not see the ceiling's Endpoints: nothing after is valid.
+			blocked = "the ceiling's objects could not be removed"
+			return errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
+		}
+		return err
+	})
+
+	if !phase(pConvergence, func(ctx context.Context) error {
+		step("starting the operator; convergence")
+		start := time.Now()
+		if err := h.startOperator(); err != nil {
+			return err
+		}
+		timeline, err := h.waitEndpoints(ctx, r.Endpoints, start)
+		r.ConvergenceTimeline = timeline
+		if err != nil {
+			return err
+		}
+		r.ConvergenceSeconds = time.Since(start).Seconds()
+		if r.CeilingSeconds > 0 {
+			r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingSeconds
+		}
+		if err := h.waitIdle(ctx); err != nil {
+			return err
+		}
+		m, err := h.metrics()
+		if err != nil {
+			return err
+		}
 		r.OperatorK8sWrites = k8sWrites(m)
+		r.K8sWritesPerEndpoint = float64(r.OperatorK8sWrites) / float64(r.Endpoints)
+		r.OperatorCPUSeconds = m["process_cpu_seconds_total"]
+		return nil
+	}) {
+		blocked = "convergence failed"
 	}
-
-	if c.stopAfter == "convergence" {
-		return r, nil
+	if stopped(pConvergence) {
+		phase(pRestart, nil)
+	} else if !phase(pRestart, func(ctx context.Context) error {
+		step(fmt.Sprintf("restarting the operator; counting writes for %s", c.restartWindow))
+		return h.restart(ctx, r)
+	}) {
+		blocked = "the restarted operator's state is unknown"
 	}
-	step(fmt.Sprintf("restarting the operator; counting writes for %s", c.restartWindow))
-	if err := h.restart(ctx, r); err != nil {
-		return r, err
+	if stopped(pRestart) {
+		phase(pMemory, nil)
+	} else {
+		phase(pMemory, func(ctx context.Context) error {
+			step(fmt.Sprintf("memory: %d Pods (%d annotated) and %d Secrets of 4 KiB", c.pods, c.annotatedPods, c.secrets))
+			return h.memory(ctx, r)
+		})
 	}
-
-	if c.stopAfter == "restart" {
-		return r, nil
+	if stopped(pMemory) {
+		phase(pPropagation, nil)
+	} else {
+		phase(pPropagation, func(ctx context.Context) error {
+			step(fmt.Sprintf("propagation of %d annotation changes", c.changes))
+			return h.propagation(ctx, r)
+		})
 	}
-	step(fmt.Sprintf("memory: %d Pods (%d annotated) and %d Secrets of 4 KiB", c.pods, c.annotatedPods, c.secrets))
-	if err := h.memory(ctx, r); err != nil {
-		return r, err
-	}
-
-	if c.stopAfter == "memory" {
-		return r, nil
-	}
-	step(fmt.Sprintf("propagation of %d annotation changes", c.changes))
-	if err := h.propagation(ctx, r); err != nil {
-		return r, err
-	}
-
-	if c.stopAfter == "propagation" {
-		return r, nil
-	}
-	step(fmt.Sprintf("brownout: %s of failing writes during the convergence of %d more Ingresses", c.brownout, c.brownoutIngresses))
-	if err := h.brownoutPhase(ctx, r); err != nil {
-		return r, err
-	}
-	return r, nil
+	stopped(pPropagation)
+	phase(pBrownout, func(ctx context.Context) error {
+		step(fmt.Sprintf("brownout: %s of failing writes during the convergence of %d more Ingresses", c.brownout, c.brownoutIngresses))
+		return h.brownoutPhase(ctx, r)
+	})
+	return r, cleanup
 }
 
 // pause waits d (a measurement window), or until ctx ends.
@@ -259,11 +423,11 @@ func step(s string) { fmt.Printf("» %s (%s)\n", s, time.Now().Format("15:04:05"
 // setup: the operator namespace, the token Secret and the OperatorConfig.
 func (h *harness) setup(ctx context.Context) error {
 	for _, ns := range []string{"polycrate", "perf", "ceiling", "pods", "secrets", "brownout"} {
-		if err := h.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		if err := h.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
 	}
-	if err := h.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "polycrate-api-creds"},
+	if err := h.create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "polycrate-api-creds"},
 		StringData: map[string]string{"token": emulator.DevAgentToken}}); err != nil {
 		return err
 	}
@@ -275,7 +439,7 @@ func (h *harness) setup(ctx context.Context) error {
 	// counts. Monitoring has its own benchmarks (docs/monitoring.md, "Performance").
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(false)
 	oc.Spec.ExternalDNSWebhook.Enabled = ptr.To(false) // not measured here; its fixed port stays free
-	return h.k8s.Create(ctx, oc)
+	return h.create(ctx, oc)
 }
 
 func ingress(ns string, i, hosts int) *networkingv1.Ingress {
@@ -316,37 +480,50 @@ func parallel(workers, n int, f func(int) error) error {
 	return first
 }
 
+// ceilingChunk is how many of the ceiling's Ingresses share a cleanup label:
+// the cleanup deletes a chunk per request (one DeleteCollection of 10,000
+// objects outlived the API server's request timeout on a busy machine).
+const ceilingChunk = 250
+
 // ceiling performs the Kubernetes writes the operator needs for the workload
-// with a bare client: per Ingress a finalizer patch and an annotation patch, per
-// host an Endpoint create, a finalizer patch and a status patch.
+// with a bare client: per Ingress two metadata patches, per host a server-side
+// apply of the Endpoint and a status patch. Each call is retried on a
+// transient error (the operator's own client retries too).
 func (h *harness) ceiling(ctx context.Context) (float64, int, error) {
 	c := h.cfg
 	start := time.Now()
 	err := parallel(c.concurrency, c.ingresses, func(i int) error {
 		ing := &networkingv1.Ingress{}
-		if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}, ing); err != nil {
+		if err := h.retry(ctx, func() error {
+			return h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}, ing)
+		}); err != nil {
 			return err
 		}
 		for _, p := range []string{`{"metadata":{"labels":{"perf-ceiling-a":"x"}}}`, `{"metadata":{"annotations":{"perf-ceiling-b":"x"}}}`} {
-			if err := h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(p))); err != nil {
+			if err := h.retry(ctx, func() error {
+				return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(p)))
+			}); err != nil {
 				return err
 			}
 		}
 		for j := 0; j < c.hosts; j++ {
 			// The operator declares an Endpoint with server-side apply (labels, owner,
 			// finalizer, full spec), then patches its status: so does the ceiling.
-			// No finalizer here, so the cleanup below is one request.
+			// No finalizer here, so the cleanup deletes at once.
 			host := fmt.Sprintf("h%d.app-%05d.example.com", j, i)
 			ep := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
 				"metadata": map[string]any{"name": fmt.Sprintf("h%d-app-%05d", j, i), "namespace": "ceiling",
-					"labels": map[string]any{"perf-ceiling/discovered": "true", "perf-ceiling/ingress": ing.Name},
+					"labels": map[string]any{"perf-ceiling/discovered": "true", "perf-ceiling/ingress": ing.Name,
+						"perf-ceiling/chunk": strconv.Itoa(i / ceilingChunk)},
 					"ownerReferences": []any{map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
 						"name": ing.Name, "uid": string(ing.UID)}}},
 				"spec": map[string]any{"displayName": host, "remoteAddress": host, "remotePort": int64(443), "kind": "http",
 					"tls": true, "path": "/", "timeout": int64(5), "interval": int64(60), "expectedStatusCodes": []any{int64(200)}},
 			}}
-			if err := h.k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(ep), client.FieldOwner("perf-ceiling"), client.ForceOwnership); err != nil {
+			if err := h.retry(ctx, func() error {
+				return h.k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(ep.DeepCopy()), client.FieldOwner("perf-ceiling"), client.ForceOwnership)
+			}); err != nil {
 				return err
 			}
 			// The status the sync writes: phase, id, hash, time, generation, Ready.
@@ -355,26 +532,96 @@ func (h *harness) ceiling(ctx context.Context) (float64, int, error) {
 				`"lastSyncedAt":%q,"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"Synced",`+
 				`"message":"synced to the Polycrate API as 00000000-0000-4000-8000-%012d","lastTransitionTime":%q,"observedGeneration":1}]}}`,
 				i*c.hosts+j, i*c.hosts+j, now, i*c.hosts+j, now)
-			if err := h.k8s.Status().Patch(ctx, ep, client.RawPatch("application/merge-patch+json", []byte(status))); err != nil {
+			if err := h.retry(ctx, func() error {
+				return h.k8s.Status().Patch(ctx, ep, client.RawPatch("application/merge-patch+json", []byte(status)))
+			}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	took := time.Since(start).Seconds()
-	if err != nil {
-		return took, 0, err
+	return time.Since(start).Seconds(), c.ingresses * (2 + 2*c.hosts), err
+}
+
+// cleanCeiling removes the ceiling's Endpoints a chunk per request and its
+// marks from the Ingresses, and waits until none of its Endpoints is left: the
+// operator must not see them.
+func (h *harness) cleanCeiling(ctx context.Context) error {
+	c := h.cfg
+	chunks := (c.ingresses + ceilingChunk - 1) / ceilingChunk
+	if err := parallel(2, chunks, func(i int) error {
+		return h.retry(ctx, func() error {
+			return h.k8s.DeleteAllOf(ctx, &v1.Endpoint{}, client.InNamespace("ceiling"),
+				client.MatchingLabels{"perf-ceiling/chunk": strconv.Itoa(i)})
+		})
+	}); err != nil {
+		return err
 	}
-	// Leave no trace: the operator must not see these.
-	if err := h.k8s.DeleteAllOf(ctx, &v1.Endpoint{}, client.InNamespace("ceiling")); err != nil {
-		return took, 0, err
-	}
-	err = parallel(c.concurrency, c.ingresses, func(i int) error {
+	if err := parallel(c.concurrency, c.ingresses, func(i int) error {
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "perf", Name: fmt.Sprintf("app-%05d", i)}}
-		return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"labels":{"perf-ceiling-a":null},"annotations":{"perf-ceiling-b":null}}}`)))
+		return h.retry(ctx, func() error {
+			return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json",
+				[]byte(`{"metadata":{"labels":{"perf-ceiling-a":null},"annotations":{"perf-ceiling-b":null}}}`)))
+		})
+	}); err != nil {
+		return err
+	}
+	for {
+		left := &v1.EndpointList{}
+		err := h.k8s.List(ctx, left, client.InNamespace("ceiling"), client.Limit(1))
+		if err == nil && len(left.Items) == 0 {
+			return nil
+		}
+		if perr := pause(ctx, time.Second); perr != nil {
+			if err == nil {
+				err = fmt.Errorf("%d+ of the ceiling's Endpoints are left", len(left.Items))
+			}
+			return fmt.Errorf("%w (%v)", perr, err)
+		}
+	}
+}
+
+// retry runs one of the harness's own calls until it succeeds, with backoff
+// (0.5 s doubling to 8 s, 8 attempts), unless the error is one a retry cannot
+// change (invalid, forbidden, a conflict of a create) or ctx ends. A busy API
+// server drops streams and times out; the harness must not take that for a
+// result.
+func (h *harness) retry(ctx context.Context, f func() error) error {
+	wait := 500 * time.Millisecond
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = f(); err == nil || !transient(err) || attempt == 8 {
+			return err
+		}
+		if perr := pause(ctx, wait); perr != nil {
+			return fmt.Errorf("%w (last error: %v)", perr, err)
+		}
+		wait = min(2*wait, 8*time.Second)
+	}
+}
+
+func transient(err error) bool {
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsBadRequest(err),
+		apierrors.IsNotFound(err), apierrors.IsAlreadyExists(err), apierrors.IsMethodNotSupported(err),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	return true
+}
+
+// create creates obj, retrying; an AlreadyExists after a retry means an
+// earlier attempt's answer was lost, not a conflict.
+func (h *harness) create(ctx context.Context, obj client.Object) error {
+	first := true
+	return h.retry(ctx, func() error {
+		err := h.k8s.Create(ctx, obj.DeepCopyObject().(client.Object))
+		if !first && apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		first = false
+		return err
 	})
-	return took, c.ingresses * (2 + 2*c.hosts), err
 }
 
 func (h *harness) startOperator() error {
@@ -431,19 +678,15 @@ func (h *harness) stopOperator() {
 // timeline (ms since start, count) sampled every 500 ms.
 func (h *harness) waitEndpoints(ctx context.Context, want int, start time.Time) ([][2]int64, error) {
 	var tl [][2]int64
-	deadline := start.Add(h.cfg.timeout)
 	for {
 		n := h.api.Live("endpoints")
 		tl = append(tl, [2]int64{time.Since(start).Milliseconds(), int64(n)})
 		if n >= want {
 			return tl, nil
 		}
-		if time.Now().After(deadline) {
-			return tl, fmt.Errorf("only %d of %d endpoints after %s", n, want, h.cfg.timeout)
-		}
 		select {
 		case <-ctx.Done():
-			return tl, ctx.Err()
+			return tl, fmt.Errorf("%d of %d endpoints in the API after %s: %w", n, want, time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -505,9 +748,9 @@ func sum(m map[string]float64, prefix string) float64 {
 
 // waitIdle waits until every work queue is empty for 3 s in a row.
 func (h *harness) waitIdle(ctx context.Context) error {
-	deadline := time.Now().Add(h.cfg.timeout)
 	quiet := 0
-	for time.Now().Before(deadline) {
+	start := time.Now()
+	for {
 		m, err := h.metrics()
 		if err == nil && sum(m, "workqueue_depth") == 0 && len(m) > 0 {
 			quiet++
@@ -519,11 +762,10 @@ func (h *harness) waitIdle(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("the operator was not idle after %s: %w", time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the operator did not become idle within %s", h.cfg.timeout)
 }
 
 func (h *harness) apiWrites() (ops, agent int) {
@@ -539,19 +781,33 @@ func (h *harness) apiWrites() (ops, agent int) {
 
 func (h *harness) resourceVersions(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
+	// Pages of 2,000 with retries: one list of 40,000 Endpoints is a long
+	// request on a busy machine.
 	eps := &v1.EndpointList{}
-	if err := h.k8s.List(ctx, eps); err != nil {
-		return nil, err
-	}
-	for _, e := range eps.Items {
-		out["ep/"+e.Namespace+"/"+e.Name] = e.ResourceVersion
+	for cont := ""; ; cont = eps.Continue {
+		eps = &v1.EndpointList{}
+		if err := h.retry(ctx, func() error { return h.k8s.List(ctx, eps, client.Limit(2000), client.Continue(cont)) }); err != nil {
+			return nil, err
+		}
+		for _, e := range eps.Items {
+			out["ep/"+e.Namespace+"/"+e.Name] = e.ResourceVersion
+		}
+		if eps.Continue == "" {
+			break
+		}
 	}
 	ings := &networkingv1.IngressList{}
-	if err := h.k8s.List(ctx, ings); err != nil {
-		return nil, err
-	}
-	for _, i := range ings.Items {
-		out["ing/"+i.Namespace+"/"+i.Name] = i.ResourceVersion
+	for cont := ""; ; cont = ings.Continue {
+		ings = &networkingv1.IngressList{}
+		if err := h.retry(ctx, func() error { return h.k8s.List(ctx, ings, client.Limit(2000), client.Continue(cont)) }); err != nil {
+			return nil, err
+		}
+		for _, i := range ings.Items {
+			out["ing/"+i.Namespace+"/"+i.Name] = i.ResourceVersion
+		}
+		if ings.Continue == "" {
+			break
+		}
 	}
 	return out, nil
 }
@@ -647,7 +903,7 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 		if i < c.annotatedPods {
 			p.Annotations["polycrate_k8sapp_name"] = fmt.Sprintf("app-%03d", i%100)
 		}
-		return h.k8s.Create(ctx, p)
+		return h.create(ctx, p)
 	})
 	if err != nil {
 		return err
@@ -659,7 +915,7 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 	r.BytesPerPod = (withPods - base) / float64(c.pods)
 	data := strings.Repeat("s", 4096)
 	err = parallel(c.concurrency, c.secrets, func(i int) error {
-		return h.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "secrets", Name: fmt.Sprintf("secret-%05d", i)},
+		return h.create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "secrets", Name: fmt.Sprintf("secret-%05d", i)},
 			StringData: map[string]string{"data": data}})
 	})
 	if err != nil {
@@ -671,7 +927,21 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 	}
 	r.BytesPerSecret = (withSecrets - withPods) / float64(c.secrets)
 	r.RSSBytes = rss(h.op.Process.Pid)
-	return nil
+	// The operator's live heap now, for `go tool pprof` (what the figures are made of).
+	return h.saveHeapProfile(filepath.Join(c.out, fmt.Sprintf("heap-%d.pb.gz", c.ingresses)))
+}
+
+func (h *harness) saveHeapProfile(file string) error {
+	resp, err := http.Get("http://" + h.pprofAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
 }
 
 // rss reads VmRSS of a process (Linux).
@@ -715,14 +985,18 @@ func (h *harness) propagation(ctx context.Context, r *Results) error {
 		for j := 0; j < c.hosts; j++ {
 			ep := &v1.Endpoint{}
 			host := fmt.Sprintf("h%d.app-%05d.perf.example.com", j, i)
-			if err := h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: names.Endpoint(host)}, ep); err != nil {
+			if err := h.retry(ctx, func() error {
+				return h.k8s.Get(ctx, client.ObjectKey{Namespace: "perf", Name: names.Endpoint(host)}, ep)
+			}); err != nil {
 				return err
 			}
 			ids = append(ids, ep.Status.APIID)
 		}
 		at := time.Now()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"polycrate_endpoint_path":"/health-%d"}}}`, i)
-		if err := h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		if err := h.retry(ctx, func() error {
+			return h.k8s.Patch(ctx, ing, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		}); err != nil {
 			return err
 		}
 		changes = append(changes, change{at: at, ids: ids})
@@ -775,7 +1049,7 @@ func (h *harness) brownoutPhase(ctx context.Context, r *Results) error {
 	calls0 := calls()
 	want := before + c.brownoutIngresses*c.hosts
 	if err := parallel(c.concurrency, c.brownoutIngresses, func(i int) error {
-		return h.k8s.Create(ctx, ingress("brownout", i, c.hosts))
+		return h.create(ctx, ingress("brownout", i, c.hosts))
 	}); err != nil {
 		return err
 	}
@@ -802,40 +1076,27 @@ func (h *harness) brownoutPhase(ctx context.Context, r *Results) error {
 	return nil
 }
 
-func printTable(w io.Writer, r *Results) {
-	row := func(k, v, target string) { fmt.Fprintf(w, "  %-44s %-22s %s\n", k, v, target) }
-	fmt.Fprintf(w, "\nScale harness results — %s\n", r.Machine)
-	row("measure", "value", "target")
-	row("Ingresses / Endpoints", fmt.Sprintf("%d / %d", r.Ingresses, r.Endpoints), "")
-	row("write ceiling (bare client)", fmt.Sprintf("%.1f s (%d writes)", r.CeilingSeconds, r.CeilingWrites), "")
-	row("convergence", fmt.Sprintf("%.1f s", r.ConvergenceSeconds), "")
-	row("operator's Kubernetes writes until idle", strconv.Itoa(r.OperatorK8sWrites), "")
-	row("convergence / ceiling", fmt.Sprintf("%.2f×", r.ConvergenceRatio), "≤ 1.5×")
-	row("API writes after restart (window)", strconv.Itoa(r.RestartAPIWrites), "0")
-	row("agent health writes in that window", strconv.Itoa(r.RestartAgentWrites), "(counted apart)")
-	row("Kubernetes writes after restart", strconv.Itoa(r.RestartK8sWrites), "0")
-	row("restart until idle", fmt.Sprintf("%.1f s", r.RestartIdleSeconds), "")
-	row("heap bytes per Pod", fmt.Sprintf("%.0f B", r.BytesPerPod), "≤ 1024 B")
-	row("heap bytes per Secret", fmt.Sprintf("%.0f B", r.BytesPerSecret), "≤ 1024 B")
-	row("operator RSS", fmt.Sprintf("%.0f MiB", r.RSSBytes/(1<<20)), "≤ 150 MiB")
-	row("propagation p50 / p99", fmt.Sprintf("%.0f / %.0f ms", r.PropagationP50Ms, r.PropagationP99Ms), "p99 < 1000 ms")
-	row("brownout: recovery to convergence", fmt.Sprintf("%.1f s after %.0f s", r.BrownoutRecoverySeconds, r.BrownoutSeconds), "")
-	row("brownout: duplicate API objects", strconv.Itoa(r.BrownoutDuplicates), "0")
-	row("brownout: extra write calls", strconv.Itoa(r.BrownoutExtraWriteCalls), "bounded")
-}
-
-func write(dir string, r *Results) error {
+func write(dir string, rep *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "convergence.svg"), []byte(svg(r.ConvergenceTimeline, r.Endpoints)), 0o644)
+	for _, r := range rep.Tiers {
+		if len(r.ConvergenceTimeline) == 0 {
+			continue
+		}
+		name := fmt.Sprintf("convergence-%d.svg", r.Ingresses)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(svg(r.ConvergenceTimeline, r.Endpoints)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // svg plots API objects synced over time.

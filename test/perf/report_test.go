@@ -1,0 +1,179 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func tier(ingresses int, phases ...Phase) *Results {
+	return &Results{Ingresses: ingresses, Endpoints: 2 * ingresses, Phases: phases,
+		CeilingSeconds: 80, CeilingWrites: 30000, ConvergenceSeconds: 88, ConvergenceRatio: 1.1,
+		OperatorCPUSeconds: 40, OperatorK8sWrites: 32000, K8sWritesPerEndpoint: 3.2,
+		RestartIdleSeconds: 6, BytesPerPod: 270, RSSBytes: 90 << 20, PropagationP50Ms: 25, PropagationP99Ms: 50}
+}
+
+func ok(names ...string) []Phase {
+	var out []Phase
+	for _, n := range names {
+		out = append(out, Phase{Name: n, State: phaseOK, Seconds: 1})
+	}
+	return out
+}
+
+func rowOf(t *testing.T, out, measure string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), measure) {
+			return l
+		}
+	}
+	t.Fatalf("no row %q in:\n%s", measure, out)
+	return ""
+}
+
+// A phase that failed or was skipped never shows a figure next to its target:
+// its rows say why, the target is "not measured", and the exit status says so.
+func TestReportCannotMislead(t *testing.T) {
+	zero := regexp.MustCompile(`\b0(\.0+)? (MiB|B|ms|s)\b|0\.00×`)
+	cases := []struct {
+		name     string
+		r        *Results
+		rows     map[string]string // measure → text its row must hold
+		verdicts map[string]string // measure → verdict
+		exit     int
+	}{
+		{
+			name: "every phase ok, every target held",
+			r:    tier(5000, ok(phaseOrder...)...),
+			rows: map[string]string{"convergence / ceiling": "1.10×", "operator RSS": "90.0 MiB"},
+			verdicts: map[string]string{"convergence / ceiling": verdictHeld, "operator RSS": verdictHeld,
+				"restart until idle": verdictHeld, "heap bytes per cached Pod": verdictHeld},
+			exit: 0,
+		},
+		{
+			name: "the memory phase failed: no zero beside the RSS target",
+			r: func() *Results {
+				r := tier(5000, append(ok(pSetup, pCeiling, pConvergence, pRestart),
+					Phase{Name: pMemory, State: phaseFailed, Reason: "the operator was not idle after 25m0s"},
+					Phase{Name: pPropagation, State: phaseOK}, Phase{Name: pBrownout, State: phaseOK})...)
+				r.RSSBytes, r.BytesPerPod = 0, 0
+				return r
+			}(),
+			rows: map[string]string{"operator RSS": "FAILED: the operator was not idle after 25m0s",
+				"heap bytes per cached Pod": "FAILED: the operator was not idle"},
+			verdicts: map[string]string{"operator RSS": verdictNotMeasured, "heap bytes per cached Pod": verdictNotMeasured,
+				"convergence / ceiling": verdictHeld},
+			exit: 2,
+		},
+		{
+			name: "the ceiling failed: the ratio is not measured, convergence is",
+			r: func() *Results {
+				r := tier(20000, append([]Phase{{Name: pSetup, State: phaseOK},
+					{Name: pCeiling, State: phaseFailed, Reason: "stream error: INTERNAL_ERROR"}}, ok(pConvergence)...)...)
+				r.CeilingSeconds, r.ConvergenceRatio = 0, 0
+				return r
+			}(),
+			rows:     map[string]string{"convergence / ceiling": "FAILED: stream error", "convergence ": "88.0 s"},
+			verdicts: map[string]string{"convergence / ceiling": verdictNotMeasured},
+			exit:     2,
+		},
+		{
+			name: "skipped on request: SKIPPED, and the measured targets decide",
+			r: func() *Results {
+				r := tier(5000, append(ok(pSetup, pCeiling, pConvergence),
+					Phase{Name: pRestart, State: phaseSkipped, Reason: "-stop-after convergence"},
+					Phase{Name: pMemory, State: phaseSkipped, Reason: "-stop-after convergence"})...)
+				r.RSSBytes, r.RestartIdleSeconds = 0, 0
+				return r
+			}(),
+			rows: map[string]string{"operator RSS": "SKIPPED: -stop-after convergence",
+				"propagation p50 / p99": "SKIPPED: not run"},
+			verdicts: map[string]string{"operator RSS": verdictNotMeasured, "convergence / ceiling": verdictHeld},
+			exit:     0,
+		},
+		{
+			name: "a missed target",
+			r: func() *Results {
+				r := tier(5000, ok(phaseOrder...)...)
+				r.ConvergenceRatio, r.RSSBytes = 1.35, 120<<20
+				return r
+			}(),
+			verdicts: map[string]string{"convergence / ceiling": verdictMissed, "operator RSS": verdictMissed},
+			exit:     1,
+		},
+		{
+			name: "size-bound targets: the ratio from 5,000 on, RSS up to 5,000",
+			r: func() *Results {
+				r := tier(1000, ok(phaseOrder...)...)
+				r.ConvergenceRatio = 1.4
+				return r
+			}(),
+			verdicts: map[string]string{"convergence / ceiling": verdictReported, "operator RSS": verdictHeld},
+			exit:     0,
+		},
+		{
+			name: "RSS is reported at 20,000",
+			r: func() *Results {
+				r := tier(20000, ok(phaseOrder...)...)
+				r.RSSBytes = 180 << 20
+				return r
+			}(),
+			verdicts: map[string]string{"operator RSS": verdictReported, "convergence / ceiling": verdictHeld},
+			exit:     0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			printTier(&b, tc.r)
+			out := b.String()
+			for m, want := range tc.rows {
+				if l := rowOf(t, out, m); !strings.Contains(l, want) {
+					t.Errorf("row %q = %q, want it to contain %q", m, l, want)
+				}
+			}
+			got := map[string]string{}
+			for _, v := range verdicts(tc.r) {
+				got[v.Measure] = v.Verdict
+				if v.Verdict == verdictNotMeasured && zero.MatchString(v.Value) {
+					t.Errorf("%s: not measured, but its value reads %q", v.Measure, v.Value)
+				}
+			}
+			for m, want := range tc.verdicts {
+				if got[m] != want {
+					t.Errorf("verdict of %q = %q, want %q", m, got[m], want)
+				}
+			}
+			// No row of an unfinished phase shows a figure.
+			for _, rw := range rows {
+				if ok, _ := tc.r.phaseOf(rw.phase); !ok {
+					if l := rowOf(t, out, rw.measure); zero.MatchString(l) || !strings.Contains(l, "FAILED") && !strings.Contains(l, "SKIPPED") {
+						t.Errorf("row of an unfinished phase: %q", l)
+					}
+				}
+			}
+			if e := exitStatus([]*Results{tc.r}); e != tc.exit {
+				t.Errorf("exit status %d, want %d", e, tc.exit)
+			}
+		})
+	}
+}
+
+func TestGrowthTable(t *testing.T) {
+	a := tier(1000, ok(phaseOrder...)...)
+	b := tier(5000, ok(phaseOrder...)...)
+	c := tier(20000, append(ok(pSetup, pCeiling, pConvergence, pRestart), Phase{Name: pMemory, State: phaseFailed, Reason: "x"})...)
+	c.ConvergenceSeconds, c.OperatorCPUSeconds, c.K8sWritesPerEndpoint = 400, 200, 3.1
+	var out strings.Builder
+	printGrowth(&out, []*Results{a, b, c})
+	l := rowOf(t, out.String(), "20000")
+	for _, want := range []string{"400.0 s", "200.0 s", "5.00", "3.10", "—"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("growth row %q lacks %q", l, want)
+		}
+	}
+	if exitStatus([]*Results{a, b, c}) != 2 {
+		t.Error("a failed phase in any tier fails the run")
+	}
+}
