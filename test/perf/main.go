@@ -56,13 +56,13 @@ import (
 )
 
 type config struct {
-	sizes                                                                 []int
+	sizes                                                                []int
 	ingresses, hosts, pods, annotatedPods, secrets, changes, concurrency int
-	podsPerIngress, secretsPerIngress                                     int
-	restartWindow, brownout, timeout                                      time.Duration
-	brownoutIngresses                                                     int
-	out                                                                   string
-	stopAfter, pprof, operatorArgs, cpuProfile                            string
+	podsPerIngress, secretsPerIngress                                    int
+	restartWindow, brownout, timeout                                     time.Duration
+	brownoutIngresses                                                    int
+	out                                                                  string
+	stopAfter, pprof, operatorArgs, cpuProfile                           string
 }
 
 // Results is what one tier (one size) measured. A figure counts only if the

@@ -82,8 +82,8 @@ var rows = []row{
 		return fmt.Sprintf("%d (%.2f per Endpoint)", r.OperatorK8sWrites, r.K8sWritesPerEndpoint)
 	}},
 	{measure: "convergence / ceiling", phase: pConvergence + "+" + pCeiling,
-		value:  func(r *Results) string { return fmt.Sprintf("%.2f×", r.ConvergenceRatio) },
-		target: fmt.Sprintf("≤ %.1f× (from %d Ingresses)", targetRatio, targetRatioFrom),
+		value:   func(r *Results) string { return fmt.Sprintf("%.2f×", r.ConvergenceRatio) },
+		target:  fmt.Sprintf("≤ %.1f× (from %d Ingresses)", targetRatio, targetRatioFrom),
 		applies: func(r *Results) bool { return r.Ingresses >= targetRatioFrom },
 		held:    func(r *Results) bool { return r.ConvergenceRatio <= targetRatio }},
 	{measure: "API writes after a restart (window)", phase: pRestart, value: func(r *Results) string { return strconv.Itoa(r.RestartAPIWrites) },
