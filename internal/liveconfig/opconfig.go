@@ -115,6 +115,31 @@ type Store struct {
 	loaded atomic.Bool
 	mu     sync.Mutex
 	subs   []chan struct{}
+	// early: a caller acted on "not loaded yet" (Early).
+	early bool
+}
+
+// Early reports whether the OperatorConfig has not been read yet, and records
+// that a caller is waiting for it: the first load then wakes every object
+// (controller.Waker). A load nobody waited for wakes only what waits for the
+// API: every other object is reconciled with the configuration anyway. The
+// record and the load are ordered by the same lock, so a wait that saw "not
+// loaded" is always seen by the load's subscribers.
+func (s *Store) Early() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded.Load() {
+		return false
+	}
+	s.early = true
+	return true
+}
+
+// WaitedBeforeLoad reports whether a caller saw Early return true.
+func (s *Store) WaitedBeforeLoad() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.early
 }
 
 // Loaded reports whether the OperatorConfig has been read once since start (or
@@ -125,7 +150,10 @@ func (s *Store) Loaded() bool { return s.loaded.Load() }
 // MarkLoaded records that the OperatorConfig was found absent at start, without
 // touching the snapshot, and notifies subscribers.
 func (s *Store) MarkLoaded() {
-	if !s.loaded.Swap(true) {
+	s.mu.Lock()
+	first := !s.loaded.Swap(true)
+	s.mu.Unlock()
+	if first {
 		s.notify()
 	}
 }
@@ -136,7 +164,9 @@ func (s *Store) Get() *Snapshot { return s.cur.Load() }
 // Set publishes a snapshot (nil withdraws it) and notifies subscribers.
 func (s *Store) Set(snap *Snapshot) {
 	s.cur.Store(snap)
+	s.mu.Lock()
 	s.loaded.Store(true)
+	s.mu.Unlock()
 	s.notify()
 }
 

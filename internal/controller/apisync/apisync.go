@@ -343,7 +343,7 @@ func (r *Reconciler[O, P]) finalize(ctx context.Context, obj O) (reconcile.Resul
 	c, snap := r.Conn.Client(), r.Config.Get()
 	if c == nil {
 		switch {
-		case id == "" && snap == nil && !r.Config.Loaded():
+		case id == "" && snap == nil && r.Config.Early():
 			return reconcile.Result{RequeueAfter: controller.RequeueNotConnected}, false, nil // just started: the configuration's arrival wakes it
 		case id == "" && (snap == nil || !liveconfig.Enabled(snap.Spec.APISync.Enabled)):
 			// API sync is off (or unconfigured): the operator may not ask the API,

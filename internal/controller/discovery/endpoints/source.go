@@ -80,7 +80,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	snap := r.Config.Get()
-	if snap == nil && !r.Config.Loaded() {
+	if snap == nil && r.Config.Early() {
 		return ctrl.Result{}, nil // just started: the configuration change re-queues every source
 	}
 	selected, hosts := false, []Host(nil)

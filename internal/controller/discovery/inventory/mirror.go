@@ -98,7 +98,7 @@ func (r *Reconciler[S]) sourceID(key types.NamespacedName) string {
 // Reconcile mirrors one source object.
 func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	snap := r.Config.Get()
-	if (snap == nil && !r.Config.Loaded()) || !r.active() {
+	if (snap == nil && r.Config.Early()) || !r.active() {
 		return ctrl.Result{}, nil // starting, or the source's CRD is gone: quiet
 	}
 	m := r.Mirror
