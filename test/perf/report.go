@@ -81,6 +81,9 @@ var rows = []row{
 	{measure: "operator's Kubernetes writes until idle", phase: pConvergence, value: func(r *Results) string {
 		return fmt.Sprintf("%d (%.2f per Endpoint)", r.OperatorK8sWrites, r.K8sWritesPerEndpoint)
 	}},
+	{measure: "work-queue adds until idle, per Endpoint", phase: pConvergence, value: func(r *Results) string {
+		return fmt.Sprintf("%.2f", r.ReconcilesPerEndpoint)
+	}},
 	{measure: "convergence / ceiling", phase: pConvergence + "+" + pCeiling,
 		value:   func(r *Results) string { return fmt.Sprintf("%.2f×", r.ConvergenceRatio) },
 		target:  fmt.Sprintf("≤ %.1f× (from %d Ingresses)", targetRatio, targetRatioFrom),
@@ -236,8 +239,8 @@ func printGrowth(w io.Writer, tiers []*Results) {
 		return
 	}
 	fmt.Fprintf(w, "\nHow cost grows with size\n")
-	fmt.Fprintf(w, "  %-10s %-10s %-12s %-13s %-8s %-14s %-22s %-24s %s\n", "Ingresses", "Endpoints", "ceiling",
-		"convergence", "ratio", "operator CPU", "CPU ms per Endpoint", "K8s writes per Endpoint", "RSS")
+	fmt.Fprintf(w, "  %-10s %-10s %-12s %-13s %-8s %-14s %-22s %-24s %-20s %s\n", "Ingresses", "Endpoints", "ceiling",
+		"convergence", "ratio", "operator CPU", "CPU ms per Endpoint", "K8s writes per Endpoint", "queue adds per Endpoint", "RSS")
 	for _, r := range tiers {
 		cell := func(phases string, f func() string) string {
 			if ok, _ := r.phaseOf(phases); !ok {
@@ -245,13 +248,14 @@ func printGrowth(w io.Writer, tiers []*Results) {
 			}
 			return f()
 		}
-		fmt.Fprintf(w, "  %-10d %-10d %-12s %-13s %-8s %-14s %-22s %-24s %s\n", r.Ingresses, r.Endpoints,
+		fmt.Fprintf(w, "  %-10d %-10d %-12s %-13s %-8s %-14s %-22s %-24s %-20s %s\n", r.Ingresses, r.Endpoints,
 			cell(pCeiling, func() string { return fmt.Sprintf("%.1f s", r.CeilingSeconds) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.1f s", r.ConvergenceSeconds) }),
 			cell(pConvergence+"+"+pCeiling, func() string { return fmt.Sprintf("%.2f×", r.ConvergenceRatio) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.1f s", r.OperatorCPUSeconds) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.2f", r.OperatorCPUSeconds*1000/float64(r.Endpoints)) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.2f", r.K8sWritesPerEndpoint) }),
+			cell(pConvergence, func() string { return fmt.Sprintf("%.2f", r.ReconcilesPerEndpoint) }),
 			cell(pMemory, func() string { return fmt.Sprintf("%.1f MiB", r.RSSBytes/(1<<20)) }))
 	}
 }
