@@ -52,10 +52,22 @@ func TestConfigScope(t *testing.T) {
 			{"deleted", func(s *liveconfig.Store) { s.Set(nil) }, true},
 		}},
 	}
+	// A waker set up after the configuration loaded (a controller started
+	// when its CRD appears) takes its first signal for what it is.
+	cases = append(cases, struct {
+		name  string
+		steps []step
+	}{"set up late", []step{
+		{"a new spec", func(s *liveconfig.Store) { s.Set(snapB) }, true},
+		{"connected", func(s *liveconfig.Store) { s.Notify() }, false},
+	}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &liveconfig.Store{}
-			var scope configScope
+			if tc.name == "set up late" {
+				store.Set(snapA)
+			}
+			scope := newConfigScope(store)
 			for _, st := range tc.steps {
 				st.do(store)
 				if got := scope.all(store); got != st.all {

@@ -157,12 +157,14 @@ func OnSignal(mgr manager.Manager, ch <-chan struct{}, fn func(context.Context))
 // objects list returns: every one when the configuration changed (a new spec,
 // local cluster or switch) or when the first configuration arrives after
 // reconciles waited for it; otherwise — the API connection (re)configured, or a
-// first configuration nobody waited for, as on a restart — only those that wait
-// for the API (WaitsForAPI): every other object is reconciled with the
-// configuration anyway. On a restart with 40,000 Endpoints, waking every
+// first configuration nobody waited for, as on a restart — only those whose
+// Ready is not True (parked, waiting or failed: the new connection is their
+// next chance): a synced object has nothing to redo. On a restart with 40,000 Endpoints, waking every
 // object had reconciled 27,000 of them twice (docs/performance.md).
 func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, list func(context.Context) ([]client.Object, error)) error {
-	var scope configScope
+	// What the configuration is now: a waker set up late (the HTTPRoute
+	// controller, when its CRD appears) must take its first signal for a change.
+	scope := newConfigScope(cfg)
 	return OnConfigChange(mgr, cfg, func(ctx context.Context) {
 		all := scope.all(cfg)
 		objs, err := list(ctx)
@@ -172,7 +174,7 @@ func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, l
 		if !all {
 			waiting := objs[:0]
 			for _, o := range objs {
-				if WaitsForAPI(o) {
+				if notReady(o) {
 					waiting = append(waiting, o)
 				}
 			}
@@ -182,10 +184,27 @@ func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, l
 	})
 }
 
+// notReady: a kit object whose Ready condition is not True — parked, waiting or
+// failed (e.g. refused by the previous API connection: a redirecting api_url, a
+// revoked token). A reconfigured connection is their next chance.
+func notReady(o client.Object) bool {
+	obj, ok := o.(Object)
+	if !ok {
+		return false
+	}
+	c := meta.FindStatusCondition(*obj.StatusConditions(), v1.ConditionReady)
+	return c == nil || c.Status != metav1.ConditionTrue
+}
+
 // configScope follows the configuration signals one waker has seen.
 type configScope struct {
 	last   *liveconfig.Snapshot
 	loaded bool
+}
+
+// newConfigScope starts from the configuration as it is now.
+func newConfigScope(cfg *liveconfig.Store) configScope {
+	return configScope{last: cfg.Get(), loaded: cfg.Loaded()}
 }
 
 // all says whether a configuration signal wakes every object.

@@ -121,8 +121,8 @@ type Store struct {
 
 // Early reports whether the OperatorConfig has not been read yet, and records
 // that a caller is waiting for it: the first load then wakes every object
-// (controller.Waker). A load nobody waited for wakes only what waits for the
-// API: every other object is reconciled with the configuration anyway. The
+// (controller.Waker). A load nobody waited for wakes only the objects that are
+// not Ready: every other object is reconciled with the configuration anyway. The
 // record and the load are ordered by the same lock, so a wait that saw "not
 // loaded" is always seen by the load's subscribers.
 func (s *Store) Early() bool {
