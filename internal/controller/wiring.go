@@ -172,13 +172,7 @@ func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, l
 			return
 		}
 		if !all {
-			waiting := objs[:0]
-			for _, o := range objs {
-				if notReady(o) {
-					waiting = append(waiting, o)
-				}
-			}
-			objs = waiting
+			objs = only(objs, notReady)
 		}
 		w.Wake(ctx, objs...)
 	})
@@ -188,12 +182,29 @@ func (w *Waker) WakeOnConfigChange(mgr manager.Manager, cfg *liveconfig.Store, l
 // failed (e.g. refused by the previous API connection: a redirecting api_url, a
 // revoked token). A reconfigured connection is their next chance.
 func notReady(o client.Object) bool {
+	c, kit := readyOf(o)
+	return kit && (c == nil || c.Status != metav1.ConditionTrue)
+}
+
+// readyOf is a kit object's Ready condition (nil if it has none); kit is false
+// for objects not written on the kit (no conditions of ours).
+func readyOf(o client.Object) (c *metav1.Condition, kit bool) {
 	obj, ok := o.(Object)
 	if !ok {
-		return false
+		return nil, false
 	}
-	c := meta.FindStatusCondition(*obj.StatusConditions(), v1.ConditionReady)
-	return c == nil || c.Status != metav1.ConditionTrue
+	return meta.FindStatusCondition(*obj.StatusConditions(), v1.ConditionReady), true
+}
+
+// only keeps the objects keep accepts (in place).
+func only(objs []client.Object, keep func(client.Object) bool) []client.Object {
+	out := objs[:0]
+	for _, o := range objs {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // configScope follows the configuration signals one waker has seen.
@@ -231,24 +242,14 @@ func (w *Waker) WakeOnRecovery(mgr manager.Manager, conn *polycrate.Connection, 
 		if err != nil {
 			return
 		}
-		var parked []client.Object
-		for _, o := range objs {
-			if WaitsForAPI(o) {
-				parked = append(parked, o)
-			}
-		}
-		w.Wake(ctx, parked...)
+		w.Wake(ctx, only(objs, WaitsForAPI)...)
 	})
 }
 
 // WaitsForAPI: the object's Ready condition is False for the API (its circuit
 // open, or a transient failure).
 func WaitsForAPI(o client.Object) bool {
-	obj, ok := o.(Object)
-	if !ok {
-		return false
-	}
-	c := meta.FindStatusCondition(*obj.StatusConditions(), v1.ConditionReady)
+	c, _ := readyOf(o)
 	return c != nil && c.Status == metav1.ConditionFalse && (c.Reason == v1.ReasonCircuitOpen || c.Reason == v1.ReasonAPIUnavailable)
 }
 
