@@ -62,6 +62,7 @@ type config struct {
 	ingresses, hosts, pods, annotatedPods, secrets, changes, concurrency int
 	podsPerIngress, secretsPerIngress                                    int
 	restartWindow, brownout, timeout                                     time.Duration
+	restartProfile                                                       bool
 	brownoutIngresses                                                    int
 	out                                                                  string
 	stopAfter, pprof, operatorArgs, cpuProfile                           string
@@ -70,22 +71,27 @@ type config struct {
 // Results is what one tier (one size) measured. A figure counts only if the
 // phase that measures it ended ok (Phases); the table never prints it otherwise.
 type Results struct {
-	Machine                 string     `json:"machine"`
-	Ingresses               int        `json:"ingresses"`
-	Endpoints               int        `json:"endpoints"`
-	Phases                  []Phase    `json:"phases"`
-	CeilingSeconds          float64    `json:"write_ceiling_seconds"`
-	CeilingWrites           int        `json:"write_ceiling_writes"`
-	OperatorK8sWrites       int        `json:"operator_k8s_writes_until_idle"`
-	K8sWritesPerEndpoint    float64    `json:"operator_k8s_writes_per_endpoint"`
-	OperatorCPUSeconds      float64    `json:"operator_cpu_seconds_until_idle"`
-	ReconcilesPerEndpoint   float64    `json:"operator_queue_adds_per_endpoint"`
-	ConvergenceSeconds      float64    `json:"convergence_seconds"`
-	ConvergenceRatio        float64    `json:"convergence_ratio_to_ceiling"`
-	RestartAPIWrites        int        `json:"restart_api_writes"`
-	RestartAgentWrites      int        `json:"restart_agent_writes"`
-	RestartK8sWrites        int        `json:"restart_k8s_writes"`
-	RestartIdleSeconds      float64    `json:"restart_idle_seconds"`
+	Machine               string  `json:"machine"`
+	Ingresses             int     `json:"ingresses"`
+	Endpoints             int     `json:"endpoints"`
+	Phases                []Phase `json:"phases"`
+	CeilingSeconds        float64 `json:"write_ceiling_seconds"`
+	CeilingWrites         int     `json:"write_ceiling_writes"`
+	OperatorK8sWrites     int     `json:"operator_k8s_writes_until_idle"`
+	// OperatorK8sWritesBy splits them by method and status code ("PATCH 409"):
+	// conflicts and retries show here.
+	OperatorK8sWritesBy map[string]int `json:"operator_k8s_writes_by_method_and_code,omitempty"`
+	K8sWritesPerEndpoint  float64 `json:"operator_k8s_writes_per_endpoint"`
+	OperatorCPUSeconds    float64 `json:"operator_cpu_seconds_until_idle"`
+	ReconcilesPerEndpoint float64 `json:"operator_queue_adds_per_endpoint"`
+	ConvergenceSeconds    float64 `json:"convergence_seconds"`
+	ConvergenceRatio      float64 `json:"convergence_ratio_to_ceiling"`
+	RestartAPIWrites      int     `json:"restart_api_writes"`
+	RestartAgentWrites    int     `json:"restart_agent_writes"`
+	RestartK8sWrites      int     `json:"restart_k8s_writes"`
+	RestartIdleSeconds    float64 `json:"restart_idle_seconds"`
+	// RestartReadySeconds: from the start to /readyz (the stores synced).
+	RestartReadySeconds     float64    `json:"restart_ready_seconds"`
 	Pods                    int        `json:"pods"`
 	Secrets                 int        `json:"secrets"`
 	HeapBaseBytes           float64    `json:"heap_base_bytes"`
@@ -123,6 +129,7 @@ func main() {
 	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of the Pods, annotated polycrate_k8sapp_name (100 apps)")
 	flag.IntVar(&c.changes, "changes", 200, "annotation changes for the propagation phase")
 	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling and of the workload's creation")
+	flag.BoolVar(&c.restartProfile, "restart-profile", false, "write the operator's CPU profile of a restart's first 12 s to restart-cpu-N.pb.gz (profiling costs a little CPU: off for the figures)")
 	flag.DurationVar(&c.restartWindow, "restart-window", 2*time.Minute, "how long to count writes after a restart")
 	flag.DurationVar(&c.brownout, "brownout", 60*time.Second, "how long the API fails every write in the brownout phase")
 	flag.IntVar(&c.brownoutIngresses, "brownout-ingresses", 500, "Ingresses created for the brownout phase")
@@ -231,6 +238,8 @@ type harness struct {
 	op     *exec.Cmd
 	opLog  *os.File
 	mport  int
+	// hport serves the operator's /readyz (its stores synced).
+	hport int
 	// pprofAddr is the operator's pprof address.
 	pprofAddr string
 }
@@ -362,7 +371,7 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 		if r.CeilingSeconds > 0 {
 			r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingSeconds
 		}
-		if err := h.waitIdle(ctx); err != nil {
+		if _, err := h.waitIdle(ctx); err != nil {
 			return err
 		}
 		m, err := h.metrics()
@@ -370,6 +379,8 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 			return err
 		}
 		r.OperatorK8sWrites = k8sWrites(m)
+		r.OperatorK8sWritesBy = k8sWritesBy(m)
+		step(fmt.Sprintf("the operator's Kubernetes writes by method and code: %v", r.OperatorK8sWritesBy))
 		r.K8sWritesPerEndpoint = float64(r.OperatorK8sWrites) / float64(r.Endpoints)
 		r.ReconcilesPerEndpoint = sum(m, "workqueue_adds_total") / float64(r.Endpoints)
 		r.OperatorCPUSeconds = m["process_cpu_seconds_total"]
@@ -637,13 +648,18 @@ func (h *harness) startOperator() error {
 	}
 	h.mport = l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
+	if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return err
+	}
+	h.hport = l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
 	logFile, err := os.OpenFile(filepath.Join(h.cfg.out, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	h.opLog = logFile
 	h.op = exec.Command(h.bin, "run", "--kubeconfig", h.kcfg, "--namespace", "polycrate",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.hport))
 	h.op.Args = append(h.op.Args, strings.Fields(h.cfg.operatorArgs)...)
 	// pprof serves the forced GC of the memory measurement (and profiles).
 	h.pprofAddr = h.cfg.pprof
@@ -742,6 +758,29 @@ func k8sWrites(m map[string]float64) int {
 	return int(t)
 }
 
+// k8sWritesBy splits k8sWrites by method and status code.
+func k8sWritesBy(m map[string]float64) map[string]int {
+	out := map[string]int{}
+	label := func(k, name string) string {
+		i := strings.Index(k, name+`="`)
+		if i < 0 {
+			return ""
+		}
+		rest := k[i+len(name)+2:]
+		return rest[:strings.IndexByte(rest, '"')]
+	}
+	for k, v := range m {
+		if !strings.HasPrefix(k, "rest_client_requests_total{") {
+			continue
+		}
+		switch method := label(k, "method"); method {
+		case "POST", "PUT", "PATCH", "DELETE":
+			out[method+" "+label(k, "code")] += int(v)
+		}
+	}
+	return out
+}
+
 func sum(m map[string]float64, prefix string) float64 {
 	t := 0.0
 	for k, v := range m {
@@ -752,26 +791,45 @@ func sum(m map[string]float64, prefix string) float64 {
 	return t
 }
 
-// waitIdle waits until every work queue is empty for 3 s in a row.
-func (h *harness) waitIdle(ctx context.Context) error {
+// waitIdle waits until the operator is ready (/readyz: its stores synced) and
+// every work queue has been empty for 3 s in a row, and returns when that quiet
+// began: the moment the operator went idle. The 3 s that confirm it are not
+// part of the figure.
+func (h *harness) waitIdle(ctx context.Context) (time.Time, error) {
 	quiet := 0
+	var since time.Time
 	start := time.Now()
 	for {
+		now := time.Now()
 		m, err := h.metrics()
-		if err == nil && sum(m, "workqueue_depth") == 0 && len(m) > 0 {
+		if err == nil && sum(m, "workqueue_depth") == 0 && len(m) > 0 && h.ready() {
+			if quiet == 0 {
+				since = now
+			}
 			quiet++
-			if quiet >= 6 {
-				return nil
+			if quiet >= 7 {
+				return since, nil
 			}
 		} else {
 			quiet = 0
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the operator was not idle after %s: %w", time.Since(start).Round(time.Second), ctx.Err())
+			return time.Time{}, fmt.Errorf("the operator was not idle after %s: %w", time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// ready says whether the operator's /readyz answers 200.
+func (h *harness) ready() bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", h.hport))
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (h *harness) apiWrites() (ops, agent int) {
@@ -829,10 +887,34 @@ func (h *harness) restart(ctx context.Context, r *Results) error {
 	if err := h.startOperator(); err != nil {
 		return err
 	}
-	if err := h.waitIdle(ctx); err != nil {
+	// The CPU profile of the restart's first seconds (cache sync and the
+	// resync's reconciles): what the idle figure is made of.
+	profiled := make(chan struct{})
+	if !h.cfg.restartProfile {
+		close(profiled)
+	} else {
+		go func() {
+			defer close(profiled)
+			for i := 0; i < 100 && h.saveProfile("/debug/pprof/cmdline", os.DevNull) != nil; i++ {
+				if pause(ctx, 50*time.Millisecond) != nil { // until the pprof server listens (≤ 5 s)
+					return
+				}
+			}
+			_ = h.saveProfile(fmt.Sprintf("/debug/pprof/profile?seconds=%d", 12), filepath.Join(h.cfg.out, fmt.Sprintf("restart-cpu-%d.pb.gz", h.cfg.ingresses)))
+		}()
+	}
+	defer func() { <-profiled }()
+	for !h.ready() {
+		if err := pause(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("the operator was not ready after %s: %w", time.Since(start).Round(time.Second), err)
+		}
+	}
+	r.RestartReadySeconds = time.Since(start).Seconds()
+	idle, err := h.waitIdle(ctx)
+	if err != nil {
 		return err
 	}
-	r.RestartIdleSeconds = time.Since(start).Seconds()
+	r.RestartIdleSeconds = idle.Sub(start).Seconds()
 	if err := pause(ctx, h.cfg.restartWindow-time.Since(start)); err != nil {
 		return err
 	}
@@ -871,7 +953,7 @@ func (h *harness) heap() (float64, error) {
 // settledHeap waits for idleness and reads the live heap three times, 3 s
 // apart, keeping the lowest reading (short-lived memory of the last work fades).
 func (h *harness) settledHeap(ctx context.Context) (float64, error) {
-	if err := h.waitIdle(ctx); err != nil {
+	if _, err := h.waitIdle(ctx); err != nil {
 		return 0, err
 	}
 	low := 0.0
@@ -945,7 +1027,12 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 }
 
 func (h *harness) saveHeapProfile(file string) error {
-	resp, err := http.Get("http://" + h.pprofAddr + "/debug/pprof/heap?gc=1")
+	return h.saveProfile("/debug/pprof/heap?gc=1", file)
+}
+
+// saveProfile writes one of the operator's pprof answers to file.
+func (h *harness) saveProfile(path, file string) error {
+	resp, err := http.Get("http://" + h.pprofAddr + path)
 	if err != nil {
 		return err
 	}
@@ -980,7 +1067,7 @@ func rss(pid int) float64 {
 // endpoints (the emulator's clock is this process's).
 func (h *harness) propagation(ctx context.Context, r *Results) error {
 	c := h.cfg
-	if err := h.waitIdle(ctx); err != nil {
+	if _, err := h.waitIdle(ctx); err != nil {
 		return err
 	}
 	api, err := polycrate.New(polycrate.Options{BaseURL: h.apiURL, Token: polycrate.StaticToken(emulator.DevAgentToken)})
@@ -1017,7 +1104,7 @@ func (h *harness) propagation(ctx context.Context, r *Results) error {
 			return err
 		}
 	}
-	if err := h.waitIdle(ctx); err != nil {
+	if _, err := h.waitIdle(ctx); err != nil {
 		return err
 	}
 	var lat []float64

@@ -94,6 +94,7 @@ var rows = []row{
 	{measure: "agent health writes in that window", phase: pRestart, value: func(r *Results) string { return strconv.Itoa(r.RestartAgentWrites) }},
 	{measure: "Kubernetes writes after a restart", phase: pRestart, value: func(r *Results) string { return strconv.Itoa(r.RestartK8sWrites) },
 		target: "0", applies: always, held: func(r *Results) bool { return r.RestartK8sWrites == 0 }},
+	{measure: "restart until ready (stores synced)", phase: pRestart, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.RestartReadySeconds) }},
 	{measure: "restart until idle", phase: pRestart, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.RestartIdleSeconds) },
 		target: fmt.Sprintf("≤ %.0f s", targetIdleSeconds), applies: always, held: func(r *Results) bool { return r.RestartIdleSeconds <= targetIdleSeconds }},
 	{measure: "heap bytes per cached Pod", phase: pMemory, value: func(r *Results) string { return fmt.Sprintf("%.0f B (%d Pods)", r.BytesPerPod, r.Pods) },
