@@ -1,11 +1,13 @@
 package crds
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -71,23 +73,35 @@ func Install(ctx context.Context, c client.Client, list []CRD, opts InstallOptio
 	if opts.FieldOwner == "" {
 		opts.FieldOwner = polycratev1alpha1.FieldOwner
 	}
+	// One CRD's apply and wait do not depend on another's: all ten at once take
+	// the time of the slowest, not the sum (the operator's start, and so a
+	// restart until idle, waits for them).
+	type outcome struct {
+		r   Result
+		err error
+	}
+	out := make([]outcome, len(list))
+	var wg sync.WaitGroup
+	for i, crd := range list {
+		wg.Go(func() {
+			r, err := applyOne(ctx, c, crd, opts)
+			if err == nil && !opts.DryRun {
+				err = waitEstablished(ctx, c, r.Name, opts.EstablishTimeout)
+			}
+			out[i] = outcome{r, err}
+		})
+	}
+	wg.Wait()
 	results := make([]Result, 0, len(list))
-	for _, crd := range list {
-		r, err := applyOne(ctx, c, crd, opts)
-		if err != nil {
-			return results, err
+	var first error
+	for _, o := range out {
+		if o.err != nil {
+			first = cmp.Or(first, o.err)
+			continue
 		}
-		results = append(results, r)
+		results = append(results, o.r)
 	}
-	if opts.DryRun {
-		return results, nil
-	}
-	for _, r := range results {
-		if err := waitEstablished(ctx, c, r.Name, opts.EstablishTimeout); err != nil {
-			return results, err
-		}
-	}
-	return results, nil
+	return results, first
 }
 
 // newerThan reports whether installed names a newer semantic version than ours.

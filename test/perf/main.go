@@ -71,25 +71,31 @@ type config struct {
 // Results is what one tier (one size) measured. A figure counts only if the
 // phase that measures it ended ok (Phases); the table never prints it otherwise.
 type Results struct {
-	Machine               string  `json:"machine"`
-	Ingresses             int     `json:"ingresses"`
-	Endpoints             int     `json:"endpoints"`
-	Phases                []Phase `json:"phases"`
-	CeilingSeconds        float64 `json:"write_ceiling_seconds"`
-	CeilingWrites         int     `json:"write_ceiling_writes"`
-	OperatorK8sWrites     int     `json:"operator_k8s_writes_until_idle"`
-	// OperatorK8sWritesBy splits them by method and status code ("PATCH 409"):
-	// conflicts and retries show here.
-	OperatorK8sWritesBy map[string]int `json:"operator_k8s_writes_by_method_and_code,omitempty"`
-	K8sWritesPerEndpoint  float64 `json:"operator_k8s_writes_per_endpoint"`
-	OperatorCPUSeconds    float64 `json:"operator_cpu_seconds_until_idle"`
-	ReconcilesPerEndpoint float64 `json:"operator_queue_adds_per_endpoint"`
-	ConvergenceSeconds    float64 `json:"convergence_seconds"`
-	ConvergenceRatio      float64 `json:"convergence_ratio_to_ceiling"`
-	RestartAPIWrites      int     `json:"restart_api_writes"`
-	RestartAgentWrites    int     `json:"restart_agent_writes"`
-	RestartK8sWrites      int     `json:"restart_k8s_writes"`
-	RestartIdleSeconds    float64 `json:"restart_idle_seconds"`
+	Machine        string  `json:"machine"`
+	Ingresses      int     `json:"ingresses"`
+	Endpoints      int     `json:"endpoints"`
+	Phases         []Phase `json:"phases"`
+	CeilingSeconds float64 `json:"write_ceiling_seconds"`
+	CeilingWrites  int     `json:"write_ceiling_writes"`
+	// The control plane's CPU (kube-apiserver + etcd, this process's children)
+	// during the ceiling and during convergence: where the operator's extra cost
+	// over a bare client lands on a shared machine.
+	CeilingServerCPU     float64 `json:"write_ceiling_server_cpu_seconds"`
+	ConvergenceServerCPU float64 `json:"convergence_server_cpu_seconds"`
+	OperatorK8sWrites    int     `json:"operator_k8s_writes_until_idle"`
+	// OperatorK8sRequestsBy splits the operator's Kubernetes requests until idle
+	// by method and status code ("PATCH 409", "GET 200"; watches included):
+	// conflicts, retries and uncached reads show here.
+	OperatorK8sRequestsBy map[string]int `json:"operator_k8s_requests_by_method_and_code,omitempty"`
+	K8sWritesPerEndpoint  float64        `json:"operator_k8s_writes_per_endpoint"`
+	OperatorCPUSeconds    float64        `json:"operator_cpu_seconds_until_idle"`
+	ReconcilesPerEndpoint float64        `json:"operator_queue_adds_per_endpoint"`
+	ConvergenceSeconds    float64        `json:"convergence_seconds"`
+	ConvergenceRatio      float64        `json:"convergence_ratio_to_ceiling"`
+	RestartAPIWrites      int            `json:"restart_api_writes"`
+	RestartAgentWrites    int            `json:"restart_agent_writes"`
+	RestartK8sWrites      int            `json:"restart_k8s_writes"`
+	RestartIdleSeconds    float64        `json:"restart_idle_seconds"`
 	// RestartReadySeconds: from the start to /readyz (the stores synced).
 	RestartReadySeconds     float64    `json:"restart_ready_seconds"`
 	Pods                    int        `json:"pods"`
@@ -346,7 +352,9 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 	phase(pCeiling, func(ctx context.Context) error {
 		step("measuring the write ceiling with a bare client")
 		var err error
+		cpu0 := serverCPU()
 		r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx)
+		r.CeilingServerCPU = serverCPU() - cpu0
 		step("removing the ceiling's objects")
 		if cerr := h.cleanCeiling(ctx); cerr != nil {
 			// The operator must not see the ceiling's Endpoints: nothing after is valid.
@@ -358,11 +366,12 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 
 	if !phase(pConvergence, func(ctx context.Context) error {
 		step("starting the operator; convergence")
-		start := time.Now()
+		start, cpu0 := time.Now(), serverCPU()
 		if err := h.startOperator(); err != nil {
 			return err
 		}
 		timeline, err := h.waitEndpoints(ctx, r.Endpoints, start)
+		r.ConvergenceServerCPU = serverCPU() - cpu0
 		r.ConvergenceTimeline = timeline
 		if err != nil {
 			return err
@@ -379,8 +388,8 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 			return err
 		}
 		r.OperatorK8sWrites = k8sWrites(m)
-		r.OperatorK8sWritesBy = k8sWritesBy(m)
-		step(fmt.Sprintf("the operator's Kubernetes writes by method and code: %v", r.OperatorK8sWritesBy))
+		r.OperatorK8sRequestsBy = k8sRequestsBy(m)
+		step(fmt.Sprintf("the operator's Kubernetes requests by method and code: %v", r.OperatorK8sRequestsBy))
 		r.K8sWritesPerEndpoint = float64(r.OperatorK8sWrites) / float64(r.Endpoints)
 		r.ReconcilesPerEndpoint = sum(m, "workqueue_adds_total") / float64(r.Endpoints)
 		r.OperatorCPUSeconds = m["process_cpu_seconds_total"]
@@ -758,8 +767,9 @@ func k8sWrites(m map[string]float64) int {
 	return int(t)
 }
 
-// k8sWritesBy splits k8sWrites by method and status code.
-func k8sWritesBy(m map[string]float64) map[string]int {
+// k8sRequestsBy counts the operator's Kubernetes requests by method and status
+// code.
+func k8sRequestsBy(m map[string]float64) map[string]int {
 	out := map[string]int{}
 	label := func(k, name string) string {
 		i := strings.Index(k, name+`="`)
@@ -773,10 +783,7 @@ func k8sWritesBy(m map[string]float64) map[string]int {
 		if !strings.HasPrefix(k, "rest_client_requests_total{") {
 			continue
 		}
-		switch method := label(k, "method"); method {
-		case "POST", "PUT", "PATCH", "DELETE":
-			out[method+" "+label(k, "code")] += int(v)
-		}
+		out[label(k, "method")+" "+label(k, "code")] += int(v)
 	}
 	return out
 }
@@ -1042,6 +1049,33 @@ func (h *harness) saveProfile(path, file string) error {
 		return err
 	}
 	return os.WriteFile(file, b, 0o644)
+}
+
+// serverCPU is the CPU-seconds (user + system) this process's kube-apiserver
+// and etcd children have used so far (Linux; 0 elsewhere).
+func serverCPU() float64 {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	total := 0.0
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime(14) stime(15): comm may hold spaces.
+		s := string(b)
+		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || shut < open {
+			continue
+		}
+		comm, rest := s[open+1:shut], strings.Fields(s[shut+1:])
+		if (comm != "kube-apiserver" && comm != "etcd") || len(rest) < 13 || rest[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(rest[11], 64)
+		st, _ := strconv.ParseFloat(rest[12], 64)
+		total += (ut + st) / 100 // USER_HZ
+	}
+	return total
 }
 
 // rss reads VmRSS of a process (Linux).

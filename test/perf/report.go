@@ -77,6 +77,9 @@ var rows = []row{
 		return fmt.Sprintf("%.1f s (%d writes)", r.CeilingSeconds, r.CeilingWrites)
 	}},
 	{measure: "convergence", phase: pConvergence, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.ConvergenceSeconds) }},
+	{measure: "control-plane CPU: ceiling / convergence", phase: pConvergence + "+" + pCeiling, value: func(r *Results) string {
+		return fmt.Sprintf("%.1f s / %.1f s", r.CeilingServerCPU, r.ConvergenceServerCPU)
+	}},
 	{measure: "operator CPU until idle", phase: pConvergence, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.OperatorCPUSeconds) }},
 	{measure: "operator's Kubernetes writes until idle", phase: pConvergence, value: func(r *Results) string {
 		return fmt.Sprintf("%d (%.2f per Endpoint)", r.OperatorK8sWrites, r.K8sWritesPerEndpoint)
