@@ -105,7 +105,9 @@ var rows = []row{
 	{measure: "heap bytes per unrelated Secret", phase: pMemory, value: func(r *Results) string {
 		return fmt.Sprintf("%.0f B (%d Secrets)", r.BytesPerSecret, r.Secrets)
 	}},
-	{measure: "operator RSS", phase: pMemory, value: func(r *Results) string { return fmt.Sprintf("%.1f MiB", r.RSSBytes/(1<<20)) },
+	{measure: "operator RSS", phase: pMemory, value: func(r *Results) string {
+		return fmt.Sprintf("%.1f MiB (anon %.0f, file %.0f)", r.RSSBytes/(1<<20), r.RSSAnonBytes/(1<<20), r.RSSFileBytes/(1<<20))
+	},
 		target:  fmt.Sprintf("≤ %.0f MiB (up to %d Ingresses)", targetRSSMiB, targetRSSUpTo),
 		applies: func(r *Results) bool { return r.Ingresses <= targetRSSUpTo },
 		held:    func(r *Results) bool { return r.RSSBytes <= targetRSSMiB*(1<<20) }},
