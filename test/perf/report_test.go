@@ -103,6 +103,17 @@ func TestReportCannotMislead(t *testing.T) {
 			exit:     1,
 		},
 		{
+			name: "a ratio just over the target shows the digit that misses it",
+			r: func() *Results {
+				r := tier(5000, ok(phaseOrder...)...)
+				r.ConvergenceRatio = 1.2047
+				return r
+			}(),
+			rows:     map[string]string{"convergence / ceiling": "1.205×"},
+			verdicts: map[string]string{"convergence / ceiling": verdictMissed},
+			exit:     1,
+		},
+		{
 			name: "size-bound targets: the ratio from 5,000 on, RSS up to 5,000",
 			r: func() *Results {
 				r := tier(1000, ok(phaseOrder...)...)
