@@ -520,7 +520,6 @@ func (r *SourceReconciler) annotateSource(ctx context.Context, obj client.Object
 	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, patch))
 }
 
-// sourceAnnotations renders host=id pairs and the newest sync time.
 // settleWindow bounds how long a source's id annotation waits for a new
 // Endpoint's first sync. Waiting saves a write per source with more than one
 // host: at 5,000 Ingresses of 2 hosts, 0.2 Kubernetes writes per Endpoint
@@ -547,6 +546,7 @@ func settled(owned []v1.Endpoint, wanted map[string]bool, now time.Time) bool {
 	return seen == len(wanted)
 }
 
+// sourceAnnotations renders host=id pairs and the newest sync time.
 func sourceAnnotations(owned []v1.Endpoint, wanted map[string]bool) (string, string) {
 	var pairs []string
 	var newest *metav1.Time
