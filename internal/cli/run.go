@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	uzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -99,6 +102,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			} else {
 				log.Info("CRD installation on start is off (--install-crds=false): CRDs are managed outside the operator")
 			}
+			warmCRDStorage(cmd.Context(), cfg, logger.WithName("crds"))
 			// With leader election, the leader's API requests are fenced by its Lease
 			// (a paused leader that resumes after a takeover writes nothing).
 			fence := &manager.Fence{}
@@ -176,4 +180,27 @@ func capLogLevel(level uzap.AtomicLevel) bool {
 		return true
 	}
 	return false
+}
+
+// warmCRDStorage opens the API server's storage of the operator's kinds before
+// the informers start (crds.Warm: a cold watch cache answers an informer with 429
+// and a second's wait). It never fails the start: what is not ready in time is
+// what the informers wait for as before.
+func warmCRDStorage(ctx context.Context, cfg *rest.Config, log logr.Logger) {
+	all, err := crds.All()
+	if err != nil {
+		return
+	}
+	var slowest time.Duration
+	ready := 0
+	for _, r := range crds.Warm(ctx, cfg, all, 3*time.Second) {
+		switch {
+		case r.Err != nil:
+			log.V(1).Info("could not open the storage of a CRD ahead of the informers", "resource", r.Resource, "error", r.Err.Error())
+		case r.Ready:
+			ready++
+		}
+		slowest = max(slowest, r.Waited)
+	}
+	log.V(1).Info("CRD storage opened ahead of the informers", "ready", ready, "of", len(all), "slowest", slowest.Round(time.Millisecond).String())
 }
