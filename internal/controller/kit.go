@@ -91,11 +91,25 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, err
 	if equality.Semantic.DeepEqual(p.before, obj) {
 		return false, nil
 	}
-	if err := p.c.Status().Patch(ctx, obj, client.MergeFrom(p.before)); err != nil {
+	// The merge patch is the difference of the whole objects, as always; the
+	// answer is asked for as metadata only (PartialObjectMetadata): obj already
+	// holds the status written, and decoding the whole object from JSON again was
+	// a twentieth of the operator's CPU during a convergence. Only the new
+	// resourceVersion is taken from it.
+	gvk, err := p.c.GroupVersionKindFor(obj)
+	if err != nil {
+		return false, err
+	}
+	answer := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
+	answer.SetGroupVersionKind(gvk)
+	if err := p.c.Status().Patch(ctx, answer, client.MergeFrom(p.before), client.WithSubResourceBody(obj)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("writing the status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if rv := answer.GetResourceVersion(); rv != "" { // (a fake client patches obj itself)
+		obj.SetResourceVersion(rv)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	return true, nil

@@ -105,6 +105,10 @@ func TestFinalizerAndStatusPatcher(t *testing.T) {
 	if got.Status.ObservedGeneration != 3 || !slices.Contains(got.Finalizers, "polycrate.io/test") {
 		t.Fatalf("after success: %+v %v", got.Status, got.Finalizers)
 	}
+	// The answer is metadata only; its resourceVersion is the object's now.
+	if b.ResourceVersion == "" || b.ResourceVersion != got.ResourceVersion {
+		t.Fatalf("resourceVersion after the patch: %q, the API's %q", b.ResourceVersion, got.ResourceVersion)
+	}
 
 	if err := RemoveFinalizer(ctx, c, b, "polycrate.io/test"); err != nil || len(b.Finalizers) != 0 {
 		t.Fatalf("remove: %v %v", err, b.Finalizers)
