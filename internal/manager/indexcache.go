@@ -99,7 +99,7 @@ func (c *compactIndexCache) List(ctx context.Context, list client.ObjectList, op
 		if !ok {
 			return fmt.Errorf("%s is not an object", gvk)
 		}
-		if err := c.Cache.Get(ctx, n, obj); err != nil {
+		if err := c.Cache.Get(ctx, n, obj, &client.GetOptions{UnsafeDisableDeepCopy: o.UnsafeDisableDeepCopy}); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // deleted since the index saw it
 			}

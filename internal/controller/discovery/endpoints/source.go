@@ -323,7 +323,6 @@ func IndexEndpoints(ctx context.Context, mgr interface{ GetFieldIndexer() client
 	return mgr.GetFieldIndexer().IndexField(ctx, &v1.Endpoint{}, IndexEndpointSource, endpointSourceKeys)
 }
 
-// ownedEndpoints lists the Endpoints a source created (through the index).
 // orphaned deletes the Endpoints of a source that is gone: the stale sweep's
 // work, done at once when such an Endpoint appears or changes — e.g. one a
 // replica created for a source deleted while it was paused, or one created
@@ -353,9 +352,13 @@ func (r *SourceReconciler) orphaned(ctx context.Context, req ctrl.Request) error
 	return nil
 }
 
+// ownedEndpoints lists the Endpoints a source created (through the index).
+// They are the cache's own (UnsafeDisableDeepCopy: no copy per lookup,
+// on every event of every source): read them, delete them, never change them.
 func ownedEndpoints(ctx context.Context, c client.Client, namespace, label, name string) ([]v1.Endpoint, error) {
 	list := &v1.EndpointList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexEndpointSource: label + "=" + name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexEndpointSource: label + "=" + name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
