@@ -153,6 +153,10 @@ func OnSignal(mgr manager.Manager, ch <-chan struct{}, fn func(context.Context))
 	}))
 }
 
+// The list functions of the wakers list the cache without copies
+// (client.UnsafeDisableDeepCopy): a waker only reads the objects' names and
+// conditions.
+//
 // WakeOnConfigChange enqueues, after each change of the live configuration, the
 // objects list returns: every one when the configuration changed (a new spec,
 // local cluster or switch) or when the first configuration arrives after

@@ -123,9 +123,11 @@ func (k Kind[O, P]) Setup(mgr manager.Manager, o Options) (Syncer, error) {
 	return r, nil
 }
 
-// list lists every CR of the kind.
+// list lists every CR of the kind, as the cache holds them (not copied: the
+// wakers and the repair only read them; a copy of each of 40,000 Endpoints on
+// each of a restart's two configuration signals was a tenth of its CPU).
 func (k Kind[O, P]) list(ctx context.Context, c client.Reader) ([]client.Object, error) {
-	return controller.ListObjects(ctx, c, k.NewList())
+	return controller.ListObjects(ctx, c, k.NewList(), client.UnsafeDisableDeepCopy)
 }
 
 // findOwn looks up by natural key what this CR's create would have made. The

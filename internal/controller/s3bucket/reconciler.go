@@ -486,12 +486,12 @@ func (r *Reconciler) setPhase(b *v1.S3Bucket, phase, reason, msg string) bool {
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	waker := controller.NewWaker()
 	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
-		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{})
+		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{}, client.UnsafeDisableDeepCopy)
 	}); err != nil {
 		return err
 	}
 	if err := waker.WakeOnRecovery(mgr, r.Conn, func(ctx context.Context) ([]client.Object, error) {
-		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{})
+		return controller.ListObjects(ctx, mgr.GetClient(), &v1.S3BucketList{}, client.UnsafeDisableDeepCopy)
 	}); err != nil {
 		return err
 	}

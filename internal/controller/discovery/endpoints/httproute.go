@@ -159,7 +159,7 @@ func (s *HTTPRouteStarter) start(first bool) error {
 		if !s.Started() {
 			return nil, nil
 		}
-		return controller.ListObjects(ctx, mgr.GetClient(), &gatewayv1.HTTPRouteList{})
+		return controller.ListObjects(ctx, mgr.GetClient(), &gatewayv1.HTTPRouteList{}, client.UnsafeDisableDeepCopy)
 	}
 	if first {
 		r.Active = s.Started

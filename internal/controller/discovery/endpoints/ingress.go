@@ -85,7 +85,7 @@ func (d IngressDiscovery) SetupWithManager(mgr manager.Manager) error {
 	}
 	waker := controller.NewWaker()
 	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
-		return controller.ListObjects(ctx, mgr.GetClient(), &networkingv1.IngressList{})
+		return controller.ListObjects(ctx, mgr.GetClient(), &networkingv1.IngressList{}, client.UnsafeDisableDeepCopy)
 	}); err != nil {
 		return err
 	}
