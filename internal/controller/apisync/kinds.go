@@ -124,8 +124,8 @@ func (k Kind[O, P]) Setup(mgr manager.Manager, o Options) (Syncer, error) {
 }
 
 // list lists every CR of the kind, as the cache holds them (not copied: the
-// wakers and the repair only read them; a copy of each of 40,000 Endpoints on
-// each of a restart's two configuration signals was a tenth of its CPU).
+// wakers and the repair only read them; copying every Endpoint on a restart's
+// configuration signals was 7 % of the restart's CPU at 5,000 Ingresses).
 func (k Kind[O, P]) list(ctx context.Context, c client.Reader) ([]client.Object, error) {
 	return controller.ListObjects(ctx, c, k.NewList(), client.UnsafeDisableDeepCopy)
 }
