@@ -49,19 +49,25 @@ func firstWatch(c crds.CRD) error {
 }
 
 var _ = Describe("Warming the storage of CRDs", func() {
-	It("makes an informer's first watch of a new CRD succeed at once, where it would have been told to wait a second", func() {
+	It("makes an informer's first watch of a new CRD succeed at once, where it would usually have been told to wait a second", func() {
 		suffix := fmt.Sprintf("%d", time.Now().UnixNano())
 		warmed, control := freshCRD("warmed-"+suffix+".test.polycrate.io"), freshCRD("cold-"+suffix+".test.polycrate.io")
 		_, err := crds.Install(ctx, k8s, []crds.CRD{warmed, control}, crds.InstallOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
 		// The premise: the first watch of a resource whose storage is not open yet
-		// is answered 429 with Retry-After (the watch cache initialises).
-		err = firstWatch(control)
-		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the first watch of a cold CRD: %v", err)
-		retry, ok := apierrors.SuggestsClientDelay(err)
-		Expect(ok).To(BeTrue())
-		Expect(retry).To(BeNumerically(">=", 1))
+		// is answered 429 with Retry-After (the watch cache initialises) — as a
+		// rule, not always: a cache that initialises before the watch reaches it
+		// (it happened in 2 of about 60 runs, each time as the suite's first spec)
+		// answers at once. Either way it is no other error.
+		if err := firstWatch(control); err != nil {
+			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the first watch of a cold CRD: %v", err)
+			retry, ok := apierrors.SuggestsClientDelay(err)
+			Expect(ok).To(BeTrue())
+			Expect(retry).To(BeNumerically(">=", 1))
+		} else {
+			GinkgoWriter.Println("the cold CRD's watch cache was ready before its first watch this time")
+		}
 
 		rs := crds.Warm(ctx, cfg, []crds.CRD{warmed}, 10*time.Second)
 		Expect(rs).To(HaveLen(1))
