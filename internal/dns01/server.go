@@ -2,25 +2,55 @@ package dns01
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"time"
 
-	"github.com/cert-manager/cert-manager/pkg/acme/webhook/cmd/server"
 	"github.com/go-logr/logr"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
-// Server serves cert-manager's DNS01 webhook API (an aggregated API server:
-// cert-manager's own webhook server package, not its command) from the operator
-// process, as the OperatorConfig's dns01_webhook says: it starts when enabled,
-// stops when disabled, and restarts when the group, the solver name or the port
-// change — live, without a restart of the operator (controller.LiveServer).
+// Server serves cert-manager's DNS01 webhook API — an aggregated API of one
+// group, one version and one resource that only takes `create` — from the
+// operator process, as the OperatorConfig's dns01_webhook says: it starts when
+// enabled, stops when disabled, and restarts when the group, the solver name or
+// the port change — live, without a restart of the operator (controller.LiveServer).
+//
+// It is the API server cert-manager's webhook package (pkg/acme/webhook/cmd)
+// would run, without k8s.io/apiserver's generic server under it: that server
+// brought 560 packages and about 37 MB of resident memory into every operator
+// process for three discovery documents and one handler (docs/performance.md).
+// The security boundary is the generic server's own: the same k8s.io/apiserver
+// packages authenticate the caller (the aggregator's front-proxy certificate with
+// X-Remote-* headers, client certificates, bearer tokens through TokenReview,
+// anonymous otherwise; the CAs and header names from kube-system's
+// extension-apiserver-authentication ConfigMap, followed live) and the
+// kube-apiserver authorizes every request (SubjectAccessReview), with the
+// generic server's defaults: health paths open, system:masters always allowed,
+// answers cached 10 s.
 type Server struct {
 	Config *liveconfig.Store
 	Conn   *polycrate.Connection
@@ -29,8 +59,8 @@ type Server struct {
 	// kube-apiserver's TokenReview and SubjectAccessReview); empty: in-cluster.
 	Kubeconfig string
 	// CertDir holds the serving certificate as tls.crt and tls.key (the chart
-	// mounts cert-manager's Secret there); where it is missing, a self-signed
-	// certificate is made in a temporary directory.
+	// mounts cert-manager's Secret there; a renewed one is picked up); where it
+	// is missing, a self-signed certificate is made in memory.
 	CertDir string
 
 	once sync.Once
@@ -87,28 +117,158 @@ func want(snap *liveconfig.Snapshot) (settings, bool) {
 	return out, true
 }
 
+// The kube-apiserver's ConfigMap of the aggregation layer's trust (written by
+// the kube-apiserver itself from its --client-ca-file and --requestheader-* flags).
+const (
+	authConfigMapNamespace = "kube-system"
+	authConfigMapName      = "extension-apiserver-authentication"
+)
+
+// Delegation defaults of k8s.io/apiserver's generic server.
+const (
+	reviewCacheTTL = 10 * time.Second
+	reviewTimeout  = 10 * time.Second
+)
+
+func (s *Server) restConfig() (*rest.Config, error) {
+	if s.Kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+}
+
 func (s *Server) serve(ctx context.Context, w settings) error {
-	solver := &Solver{SolverName: w.Solver, Client: s.Conn.Client}
-	o := server.NewWebhookServerOptions(w.Group, solver)
-	ro := o.RecommendedOptions
-	ro.SecureServing.BindAddress = net.IPv4zero
-	ro.SecureServing.BindPort = w.Port
+	cfg, err := s.restConfig()
+	if err != nil {
+		return fmt.Errorf("the kube-apiserver to delegate authentication to: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = reviewTimeout
+	cfg.UserAgent = "polycrate-operator/dns01-webhook"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	serving, err := s.servingCert()
+	if err != nil {
+		return err
+	}
+
+	// The aggregation layer's trust, followed live as the generic server does.
+	clientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", authConfigMapNamespace, authConfigMapName, "client-ca-file", kube)
+	if err != nil {
+		return err
+	}
+	proxyCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("requestheader-client-ca", authConfigMapNamespace, authConfigMapName,
+		"requestheader-client-ca-file", kube)
+	if err != nil {
+		return err
+	}
+	proxyHeaders := headerrequest.NewRequestHeaderAuthRequestController(authConfigMapName, authConfigMapNamespace, kube,
+		"requestheader-username-headers", "requestheader-uid-headers", "requestheader-group-headers",
+		"requestheader-extra-headers-prefix", "requestheader-allowed-names")
+	// A ConfigMap that cannot be read (the chart's Role in kube-system missing)
+	// leaves certificate authentication off, not the server: bearer tokens
+	// still work, and the controllers keep trying.
+	for _, once := range []func(context.Context) error{clientCA.RunOnce, proxyCA.RunOnce, proxyHeaders.RunOnce} {
+		if err := once(ctx); err != nil {
+			s.Log.Error(err, "reading the aggregation layer's trust; client certificates are not accepted until it can be read",
+				"configmap", authConfigMapNamespace+"/"+authConfigMapName)
+		}
+	}
+
+	authn := union.NewFailOnError(
+		group.NewAuthenticatedGroupAdder(union.New(
+			headerrequest.NewDynamicVerifyOptionsSecure(proxyCA.VerifyOptions,
+				headerrequest.StringSliceProviderFunc(proxyHeaders.AllowedClientNames),
+				headerrequest.StringSliceProviderFunc(proxyHeaders.UsernameHeaders),
+				headerrequest.StringSliceProviderFunc(proxyHeaders.UIDHeaders),
+				headerrequest.StringSliceProviderFunc(proxyHeaders.GroupHeaders),
+				headerrequest.StringSliceProviderFunc(proxyHeaders.ExtraHeaderPrefixes)),
+			x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion),
+			bearertoken.New(tokencache.New(&tokenReviewer{reviews: kube.AuthenticationV1().TokenReviews()}, false, reviewCacheTTL, reviewCacheTTL)),
+		)),
+		anonymous.NewAuthenticator(nil),
+	)
+	api := &webhookAPI{
+		group:  w.Group,
+		solver: &Solver{SolverName: w.Solver, Client: s.Conn.Client},
+		authn:  authn,
+		authz:  newSARAuthorizer(kube.AuthorizationV1().SubjectAccessReviews()),
+		log:    s.Log,
+	}
+
+	// TLS as the generic server serves it: the serving certificate and the
+	// client CAs (offered to clients, so that they send their certificate)
+	// reloaded when they change.
+	tlsCtl := dynamiccertificates.NewDynamicServingCertificateController(&tls.Config{MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"}, ClientAuth: tls.RequestClientCert},
+		dynamiccertificates.NewUnionCAContentProvider(clientCA, proxyCA), serving, nil, nil)
+	clientCA.AddListener(tlsCtl)
+	proxyCA.AddListener(tlsCtl)
+	if l, ok := serving.(dynamiccertificates.Notifier); ok {
+		l.AddListener(tlsCtl)
+	}
+	if err := tlsCtl.RunOnce(); err != nil {
+		return fmt.Errorf("the DNS01 webhook's TLS configuration: %w", err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	goRun := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	goRun(func() { clientCA.Run(runCtx, 1) })
+	goRun(func() { proxyCA.Run(runCtx, 1) })
+	goRun(func() { proxyHeaders.Run(runCtx, 1) })
+	goRun(func() { tlsCtl.Run(1, runCtx.Done()) })
+	if c, ok := serving.(dynamiccertificates.ControllerRunner); ok {
+		goRun(func() { c.Run(runCtx, 1) })
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(w.Port)))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api,
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: tlsCtl.GetConfigForClient},
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * callTimeout,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// servingCert is the certificate in CertDir, followed as cert-manager renews
+// it, or a self-signed one.
+func (s *Server) servingCert() (dynamiccertificates.CertKeyContentProvider, error) {
 	crt, key := filepath.Join(s.CertDir, "tls.crt"), filepath.Join(s.CertDir, "tls.key")
 	if _, err := os.Stat(crt); s.CertDir != "" && err == nil {
-		ro.SecureServing.ServerCert.CertKey.CertFile, ro.SecureServing.ServerCert.CertKey.KeyFile = crt, key
-	} else {
-		dir, err := os.MkdirTemp("", "dns01-webhook-")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		ro.SecureServing.ServerCert.CertDirectory = dir
+		return dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", crt, key)
 	}
-	ro.Authentication.RemoteKubeConfigFile = s.Kubeconfig
-	ro.Authorization.RemoteKubeConfigFile = s.Kubeconfig
-	ro.CoreAPI.CoreAPIKubeconfigPath = s.Kubeconfig
-	if errs := ro.Validate(); len(errs) > 0 {
-		return fmt.Errorf("the DNS01 webhook's options: %v", errs)
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("a self-signed certificate for the DNS01 webhook: %w", err)
 	}
-	return o.RunWebhookServer(ctx)
+	return dynamiccertificates.NewStaticCertKeyContent("self-signed", certPEM, keyPEM)
 }
+
+var _ authenticator.Token = &tokenReviewer{}

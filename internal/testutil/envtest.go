@@ -37,6 +37,9 @@ type Options struct {
 	// ThirdPartyCRDs installs the Gateway API (standard channel), cert-manager and
 	// Velero CRDs from the Go module cache.
 	ThirdPartyCRDs bool
+	// APIServerFlags are extra kube-apiserver flags (name without dashes → value),
+	// e.g. the front-proxy ones an aggregated API server is tested with.
+	APIServerFlags map[string]string
 }
 
 // Start starts a control plane. Stop it with env.Stop().
@@ -60,6 +63,9 @@ func Start(o Options) (*envtest.Environment, *rest.Config, error) {
 			return nil, nil, err
 		}
 		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, paths...)
+	}
+	for k, v := range o.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
 	cfg, err := env.Start()
 	if err != nil {
