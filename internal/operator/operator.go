@@ -41,6 +41,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/crds"
 	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/externaldns"
+	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
 	"github.com/polycrate/polycrate-operator/internal/monitoring"
@@ -162,6 +163,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		Identity: agent.ClusterIdentity(mgr.GetAPIReader(), o.Namespace), Version: o.Version,
 		Log: mgr.GetLogger().WithName("agent"), Errors: op.Errors}
 	if err := mgr.Add(op.Reporter); err != nil {
+		return nil, err
+	}
+
+	// At rest, the heap the collector freed goes back to the OS (kube.MemoryReleaser).
+	if err := mgr.Add(&kube.MemoryReleaser{Log: mgr.GetLogger().WithName("memory")}); err != nil {
 		return nil, err
 	}
 

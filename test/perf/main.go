@@ -33,6 +33,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,6 +109,15 @@ type Results struct {
 	// binary's code and data that have been touched).
 	RSSAnonBytes            float64    `json:"operator_rss_anon_bytes"`
 	RSSFileBytes            float64    `json:"operator_rss_file_bytes"`
+	// The process's peak RSS since its (re)start (VmHWM): what a memory limit
+	// must hold, the bursts of the restart and of the Pods included.
+	RSSPeakBytes float64 `json:"operator_rss_peak_bytes"`
+	// How long the RSS took to settle at rest after the last work.
+	RSSSettleSeconds float64 `json:"operator_rss_settle_seconds"`
+	// The Go runtime's account of its memory when the RSS was read
+	// (go_memstats_*_bytes: heap_alloc, heap_inuse, heap_idle, heap_released,
+	// stack_inuse, mspan_inuse, gc_sys, other_sys, next_gc).
+	MemStats map[string]float64 `json:"operator_memstats,omitempty"`
 	PropagationP50Ms        float64    `json:"propagation_p50_ms"`
 	PropagationP99Ms        float64    `json:"propagation_p99_ms"`
 	BrownoutSeconds         float64    `json:"brownout_seconds"`
@@ -1038,8 +1048,20 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 		return err
 	}
 	r.BytesPerSecret = (withSecrets - withPods) / float64(c.secrets)
+	settled, err := restingRSS(ctx, h.op.Process.Pid)
+	if err != nil {
+		return err
+	}
+	r.RSSSettleSeconds = settled.Seconds()
 	r.RSSBytes = rss(h.op.Process.Pid)
 	r.RSSAnonBytes, r.RSSFileBytes = procStatus(h.op.Process.Pid, "RssAnon"), procStatus(h.op.Process.Pid, "RssFile")
+	r.RSSPeakBytes = procStatus(h.op.Process.Pid, "VmHWM")
+	if m, err := h.metrics(); err == nil {
+		r.MemStats = map[string]float64{}
+		for _, k := range []string{"heap_alloc", "heap_inuse", "heap_idle", "heap_released", "stack_inuse", "mspan_inuse", "gc_sys", "other_sys", "next_gc"} {
+			r.MemStats[k] = m["go_memstats_"+k+"_bytes"]
+		}
+	}
 	// The operator's live heap now, for `go tool pprof` (what the figures are made of).
 	return h.saveHeapProfile(filepath.Join(c.out, fmt.Sprintf("heap-%d.pb.gz", c.ingresses)))
 }
@@ -1087,6 +1109,43 @@ func serverCPU() float64 {
 		total += (ut + st) / 100 // USER_HZ
 	}
 	return total
+}
+
+// Settling of the RSS at rest: sampled every second until it moved by less than
+// 1 MiB over the last 12 s (more than two of the operator's 5 s looks at its
+// free heap, kube.MemoryReleaser), at most 90 s.
+const (
+	rssSettleWindow = 12
+	rssSettleMax    = 90 * time.Second
+)
+
+// restingRSS waits until the operator's RSS has settled, and says how long that
+// took. An RSS that does not settle within rssSettleMax is an error: the
+// figure would depend on the moment it was read.
+func restingRSS(ctx context.Context, pid int) (time.Duration, error) {
+	start := time.Now()
+	var samples []float64
+	for {
+		samples = append(samples, rss(pid))
+		if n := len(samples); n > rssSettleWindow {
+			lo, hi := samples[n-1], samples[n-1]
+			for _, v := range samples[n-1-rssSettleWindow:] {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			if hi-lo < 1<<20 {
+				return time.Since(start) - rssSettleWindow*time.Second, nil
+			}
+		}
+		if time.Since(start) > rssSettleMax {
+			return 0, fmt.Errorf("the operator's RSS did not settle at rest within %s: %.1f to %.1f MiB over the last %d s",
+				rssSettleMax, slices.Min(samples[len(samples)-rssSettleWindow:])/(1<<20), slices.Max(samples[len(samples)-rssSettleWindow:])/(1<<20), rssSettleWindow)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // rss reads VmRSS of a process (Linux).

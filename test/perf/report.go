@@ -120,6 +120,9 @@ var rows = []row{
 		target:  fmt.Sprintf("≤ %.0f MiB (up to %d Ingresses)", targetRSSMiB, targetRSSUpTo),
 		applies: func(r *Results) bool { return r.Ingresses <= targetRSSUpTo },
 		held:    func(r *Results) bool { return r.RSSBytes <= targetRSSMiB*(1<<20) }},
+	{measure: "operator peak RSS (VmHWM)", phase: pMemory, value: func(r *Results) string {
+		return fmt.Sprintf("%.1f MiB (the RSS above settled at rest in %.0f s)", r.RSSPeakBytes/(1<<20), r.RSSSettleSeconds)
+	}},
 	{measure: "propagation p50 / p99", phase: pPropagation, value: func(r *Results) string {
 		return fmt.Sprintf("%.0f / %.0f ms", r.PropagationP50Ms, r.PropagationP99Ms)
 	},
