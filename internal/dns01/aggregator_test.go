@@ -31,15 +31,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/dns01"
-	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
-	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
 
 // frontProxy makes the aggregation layer's PKI as kubeadm does: a front-proxy CA,
@@ -52,25 +49,38 @@ type frontProxy struct {
 	proxyPair, otherName, untrusted tls.Certificate
 }
 
-func newFrontProxy(t *testing.T) *frontProxy {
-	t.Helper()
-	fp := &frontProxy{dir: t.TempDir()}
-	ca, caKey := selfSignedCA(t, "front-proxy-ca")
+func newFrontProxy(dir string) (*frontProxy, error) {
+	fp := &frontProxy{dir: dir}
+	ca, caKey, err := selfSignedCA("front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
 	fp.caFile = filepath.Join(fp.dir, "front-proxy-ca.crt")
-	writePEM(t, fp.caFile, "CERTIFICATE", ca.Raw)
+	if err := os.WriteFile(fp.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600); err != nil {
+		return nil, err
+	}
 	var certPEM, keyPEM []byte
-	fp.proxyPair, certPEM, keyPEM = clientCert(t, "front-proxy-client", ca, caKey)
+	if fp.proxyPair, certPEM, keyPEM, err = clientCert("front-proxy-client", ca, caKey); err != nil {
+		return nil, err
+	}
 	fp.proxyCert, fp.proxyKey = filepath.Join(fp.dir, "proxy.crt"), filepath.Join(fp.dir, "proxy.key")
 	if err := os.WriteFile(fp.proxyCert, certPEM, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := os.WriteFile(fp.proxyKey, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	fp.otherName, _, _ = clientCert(t, "someone-else", ca, caKey)
-	other, otherKey := selfSignedCA(t, "untrusted-ca")
-	fp.untrusted, _, _ = clientCert(t, "front-proxy-client", other, otherKey)
-	return fp
+	if fp.otherName, _, _, err = clientCert("someone-else", ca, caKey); err != nil {
+		return nil, err
+	}
+	other, otherKey, err := selfSignedCA("untrusted-ca")
+	if err != nil {
+		return nil, err
+	}
+	if fp.untrusted, _, _, err = clientCert("front-proxy-client", other, otherKey); err != nil {
+		return nil, err
+	}
+	return fp, nil
 }
 
 // flags are the kube-apiserver's aggregation-layer flags, as kubeadm sets them.
@@ -86,56 +96,44 @@ func (fp *frontProxy) flags() map[string]string {
 	}
 }
 
-func selfSignedCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
+func selfSignedCA(cn string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
 		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca, key
+	return ca, key, err
 }
 
-func clientCert(t *testing.T, cn string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (tls.Certificate, []byte, []byte) {
-	t.Helper()
+func clientCert(cn string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (tls.Certificate, []byte, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
 		NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair, certPEM, keyPEM
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return pair, certPEM, keyPEM, err
 }
 
 // TestServedThroughTheAggregator is the webhook as cert-manager uses it in a
@@ -147,31 +145,16 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // record, and trust X-Remote-* headers only from the front-proxy certificate with
 // an allowed name.
 func TestServedThroughTheAggregator(t *testing.T) {
-	fp := newFrontProxy(t)
-	env, cfg, err := testutil.Start(testutil.Options{APIServerFlags: fp.flags()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	e := sharedEnv(t)
+	fp, cfg, cs, allowed, denied := e.fp, e.cfg, e.cs, e.allowed, e.denied
 	ctx := context.Background()
-	allowed, denied := saToken(t, cs, "cert-manager", true), saToken(t, cs, "someone", false)
-
-	ac, _, _, apiURL := dns01.StartAPI(t)
-	conn := polycrate.NewConnection(polycrate.Options{})
-	if _, err := conn.Configure(apiURL, "", emulator.DevAgentToken); err != nil {
-		t.Fatal(err)
-	}
+	ac, conn := startAPIConnection(t)
 	port := freePort(t)
 	store := &liveconfig.Store{}
 	spec := v1.OperatorConfigSpec{}
 	spec.DNS01Webhook = v1.DNS01WebhookConfig{Enabled: true, Port: int32(port)} //nolint:gosec // a port
 	store.Set(&liveconfig.Snapshot{Spec: spec})
-	srv := &dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: kubeconfig}
+	srv := &dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: e.kubeconfig}
 	srvCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = srv.Start(srvCtx); close(done) }()
@@ -223,6 +206,7 @@ func TestServedThroughTheAggregator(t *testing.T) {
 	// with the one verb it serves.
 	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 	var resources *metav1.APIResourceList
+	var err error
 	for {
 		resources, err = dc.ServerResourcesForGroupVersion("webhook.dns.polycrate.io/v1alpha1")
 		if err == nil || time.Now().After(deadline) {

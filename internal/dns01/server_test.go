@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -42,31 +44,30 @@ func freePort(t *testing.T) int {
 // saToken makes a ServiceAccount, optionally allowed to create challenge
 // payloads of the solver (as cert-manager's own ServiceAccount is by the chart's
 // domain-solver ClusterRole), and returns a token of it.
-func saToken(t *testing.T, cs kubernetes.Interface, name string, allowed bool) string {
-	t.Helper()
+func saToken(cs kubernetes.Interface, name string, allowed bool) (string, error) {
 	ctx := context.Background()
 	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if allowed {
 		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"webhook.dns.polycrate.io"}, Resources: []string{"polycrate"}, Verbs: []string{"create"}}}},
 			metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 	}
 	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return tr.Status.Token
+	return tr.Status.Token, nil
 }
 
 // TestServedFromTheOperator drives the served webhook as the kube-apiserver's
@@ -75,23 +76,9 @@ func saToken(t *testing.T, cs kubernetes.Interface, name string, allowed bool) s
 // with the kube-apiserver (TokenReview) and authorized there (SubjectAccessReview);
 // and it follows dns01_webhook live: off, on, a new port.
 func TestServedFromTheOperator(t *testing.T) {
-	env, cfg, err := testutil.Start(testutil.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	allowed, denied := saToken(t, cs, "cert-manager", true), saToken(t, cs, "someone", false)
-
-	ac, _, _, apiURL := dns01.StartAPI(t)
-	conn := polycrate.NewConnection(polycrate.Options{})
-	if _, err := conn.Configure(apiURL, "", emulator.DevAgentToken); err != nil {
-		t.Fatal(err)
-	}
+	e := sharedEnv(t)
+	allowed, denied, kubeconfig := e.allowed, e.denied, e.kubeconfig
+	ac, conn := startAPIConnection(t)
 	store := &liveconfig.Store{}
 	port := freePort(t)
 	set := func(enabled bool, port int) {
@@ -194,4 +181,80 @@ func TestServedFromTheOperator(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// testEnv is the package's one control plane, shared by its tests: started
+// with kubeadm's front-proxy flags (the aggregation layer), with a ServiceAccount
+// allowed to call the solver (as cert-manager's is) and one that is not.
+type testEnv struct {
+	cfg             *rest.Config
+	cs              kubernetes.Interface
+	kubeconfig      string
+	fp              *frontProxy
+	allowed, denied string
+}
+
+var (
+	envOnce   sync.Once
+	env       *testEnv
+	envErr    error
+	stopEnv   = func() {}
+	envTmpDir string
+)
+
+// sharedEnv starts the control plane on first use; TestMain stops it.
+func sharedEnv(t *testing.T) *testEnv {
+	t.Helper()
+	envOnce.Do(func() {
+		envTmpDir, envErr = os.MkdirTemp("", "dns01-test-")
+		if envErr != nil {
+			return
+		}
+		e := &testEnv{}
+		if e.fp, envErr = newFrontProxy(envTmpDir); envErr != nil {
+			return
+		}
+		te, cfg, err := testutil.Start(testutil.Options{APIServerFlags: e.fp.flags()})
+		if err != nil {
+			envErr = err
+			return
+		}
+		stopEnv = func() { _ = te.Stop() }
+		e.cfg, e.cs = cfg, kubernetes.NewForConfigOrDie(cfg)
+		e.kubeconfig = filepath.Join(envTmpDir, "kubeconfig")
+		if envErr = os.WriteFile(e.kubeconfig, te.KubeConfig, 0o600); envErr != nil {
+			return
+		}
+		if e.allowed, envErr = saToken(e.cs, "cert-manager", true); envErr != nil {
+			return
+		}
+		if e.denied, envErr = saToken(e.cs, "someone", false); envErr != nil {
+			return
+		}
+		env = e
+	})
+	if envErr != nil {
+		t.Fatal(envErr)
+	}
+	return env
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopEnv()
+	if envTmpDir != "" {
+		_ = os.RemoveAll(envTmpDir)
+	}
+	os.Exit(code)
+}
+
+// startAPIConnection runs the emulator and an operator connection to it.
+func startAPIConnection(t *testing.T) (*polycrate.Client, *polycrate.Connection) {
+	t.Helper()
+	ac, _, _, apiURL := dns01.StartAPI(t)
+	conn := polycrate.NewConnection(polycrate.Options{})
+	if _, err := conn.Configure(apiURL, "", emulator.DevAgentToken); err != nil {
+		t.Fatal(err)
+	}
+	return ac, conn
 }
