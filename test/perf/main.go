@@ -31,9 +31,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,8 +107,8 @@ type Results struct {
 	RSSBytes            float64 `json:"operator_rss_bytes"`
 	// The RSS split: anonymous memory (heap, stacks) and file-backed pages (the
 	// binary's code and data that have been touched).
-	RSSAnonBytes            float64    `json:"operator_rss_anon_bytes"`
-	RSSFileBytes            float64    `json:"operator_rss_file_bytes"`
+	RSSAnonBytes float64 `json:"operator_rss_anon_bytes"`
+	RSSFileBytes float64 `json:"operator_rss_file_bytes"`
 	// The process's peak RSS since its (re)start (VmHWM): what a memory limit
 	// must hold, the bursts of the restart and of the Pods included.
 	RSSPeakBytes float64 `json:"operator_rss_peak_bytes"`
@@ -117,15 +117,15 @@ type Results struct {
 	// The Go runtime's account of its memory when the RSS was read
 	// (go_memstats_*_bytes: heap_alloc, heap_inuse, heap_idle, heap_released,
 	// stack_inuse, mspan_inuse, gc_sys, other_sys, next_gc).
-	MemStats map[string]float64 `json:"operator_memstats,omitempty"`
-	PropagationP50Ms        float64    `json:"propagation_p50_ms"`
-	PropagationP99Ms        float64    `json:"propagation_p99_ms"`
-	BrownoutSeconds         float64    `json:"brownout_seconds"`
-	BrownoutRecoverySeconds float64    `json:"brownout_recovery_seconds"`
-	BrownoutDuplicates      int        `json:"brownout_duplicates"`
-	BrownoutExtraWriteCalls int        `json:"brownout_extra_write_calls"`
-	ConvergenceTimeline     [][2]int64 `json:"convergence_timeline_ms_synced"`
-	Verdicts                []Verdict  `json:"verdicts"`
+	MemStats                map[string]float64 `json:"operator_memstats,omitempty"`
+	PropagationP50Ms        float64            `json:"propagation_p50_ms"`
+	PropagationP99Ms        float64            `json:"propagation_p99_ms"`
+	BrownoutSeconds         float64            `json:"brownout_seconds"`
+	BrownoutRecoverySeconds float64            `json:"brownout_recovery_seconds"`
+	BrownoutDuplicates      int                `json:"brownout_duplicates"`
+	BrownoutExtraWriteCalls int                `json:"brownout_extra_write_calls"`
+	ConvergenceTimeline     [][2]int64         `json:"convergence_timeline_ms_synced"`
+	Verdicts                []Verdict          `json:"verdicts"`
 }
 
 // Report is one run: a tier per size.
