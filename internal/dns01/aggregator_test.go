@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -180,61 +181,42 @@ func TestServedThroughTheAggregator(t *testing.T) {
 
 	// The aggregator's availability check (GET /apis/<group>/<version> as
 	// system:kube-aggregator through the front proxy) passes.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	eventually(t, "the APIService is Available", func() (bool, string) {
 		svc, err := apiServices.Get(ctx, "v1alpha1.webhook.dns.polycrate.io", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		conds, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
-		var status, msg string
 		for _, c := range conds {
 			if m, _ := c.(map[string]any); m["type"] == "Available" {
-				status, msg = fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
+				return m["status"] == "True", fmt.Sprint(m["status"], " ", m["message"])
 			}
 		}
-		if status == "True" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the APIService is not Available: %s %s", status, msg)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return false, "no Available condition"
+	})
 
 	// Discovery through the kube-apiserver: the group, and the solver resource
 	// with the one verb it serves.
 	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
 	var resources *metav1.APIResourceList
-	var err error
-	for {
+	eventually(t, "discovery of webhook.dns.polycrate.io/v1alpha1", func() (bool, string) {
+		var err error
 		resources, err = dc.ServerResourcesForGroupVersion("webhook.dns.polycrate.io/v1alpha1")
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("discovery of webhook.dns.polycrate.io/v1alpha1: %v", err)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 	if len(resources.APIResources) != 1 || resources.APIResources[0].Name != "polycrate" || resources.APIResources[0].Namespaced ||
 		strings.Join(resources.APIResources[0].Verbs, ",") != "create" || resources.APIResources[0].Kind != "ChallengePayload" {
 		t.Fatalf("discovery: %+v", resources.APIResources)
 	}
-	for {
+	eventually(t, "the group is in the cluster's (aggregated) discovery", func() (bool, string) {
 		groups, _, err := dc.ServerGroupsAndResources()
-		found := false
 		for _, g := range groups {
-			found = found || g.Name == "webhook.dns.polycrate.io" && g.PreferredVersion.Version == "v1alpha1"
+			if g.Name == "webhook.dns.polycrate.io" && g.PreferredVersion.Version == "v1alpha1" {
+				return err == nil, fmt.Sprint(err)
+			}
 		}
-		if err == nil && found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group is not in the cluster's discovery: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return false, fmt.Sprint("not listed; ", err)
+	})
 
 	// cert-manager's own webhook client, with cert-manager's ServiceAccount token.
 	hook := func(token string) *cmwebhook.Webhook {
@@ -318,5 +300,22 @@ func TestServedThroughTheAggregator(t *testing.T) {
 	}
 	if got := txt(); got != "direct-"+sa {
 		t.Fatalf("records after the direct calls: %q", got)
+	}
+}
+
+// eventually polls cond every 250 ms for up to 90 s (the aggregator checks
+// availability and refreshes discovery on its own schedule) and fails with the
+// last state cond reported.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 90*time.Second, true,
+		func(context.Context) (bool, error) {
+			ok, state := cond()
+			last = state
+			return ok, nil
+		})
+	if err != nil {
+		t.Fatalf("%s: not within 90 s (last: %s)", what, last)
 	}
 }
