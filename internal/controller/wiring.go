@@ -6,12 +6,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -276,6 +279,35 @@ func Every(mgr manager.Manager, interval func() time.Duration, fn func(context.C
 
 // Queued is how many wakes wait to be enqueued.
 func (w *Waker) Queued() int { return len(w.ch) }
+
+// RangeCached calls fn with every cached object of obj's kind, read from the
+// informer's store itself: no list of copies is built, only a slice of
+// pointers. fn must not modify what it is given. For what runs at rest (a
+// metrics scrape, the agent's health report): a List from the cache copies
+// every object into a fresh list even with UnsafeDisableDeepCopy — 5 MiB of
+// garbage per scrape at 10,000 Endpoints, which kept the resting heap at twice
+// the live objects (docs/performance.md). Errors as a List from the cache
+// would: the kind is not served (its CRD is gone), or its informer did not sync
+// before ctx ended.
+func RangeCached(ctx context.Context, informers cache.Informers, obj client.Object, fn func(client.Object)) error {
+	inf, err := informers.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if !inf.HasSynced() {
+		return fmt.Errorf("the cache of %T has not synced", obj)
+	}
+	store, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return fmt.Errorf("the informer of %T has no store to read (%T)", obj, inf)
+	}
+	for _, item := range store.GetStore().List() {
+		if o, ok := item.(client.Object); ok {
+			fn(o)
+		}
+	}
+	return nil
+}
 
 // ListObjects lists into list and returns its items as objects.
 func ListObjects(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {

@@ -336,7 +336,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			return nil, err
 		}
 	}
-	apisync.CountPhases(mgr.GetClient(), kinds)
+	apisync.CountPhases(mgr.GetCache(), kinds)
 	op.Reporter.Problems = apisync.Failing
 	if err := op.Gate.Setup(); err != nil {
 		return nil, fmt.Errorf("setting up the CRD gate: %w", err)

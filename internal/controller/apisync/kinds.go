@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -65,7 +66,7 @@ type Registered interface {
 	CRKind() string
 	// Setup adds the kind's sync to the manager.
 	Setup(mgr manager.Manager, o Options) (Syncer, error)
-	phases(ctx context.Context, c client.Reader) (map[string]int, error)
+	phases(ctx context.Context, c cache.Informers) (map[string]int, error)
 	// Retire deletes (K8sApp: retires) the API object of one CR as its finalizer
 	// would: by the id in its status, else by its natural key (snap names the
 	// local cluster; nil skips the lookup). 404 counts as done.
@@ -209,9 +210,9 @@ func Failing(ctx context.Context) []string {
 	return out
 }
 
-// CountPhases makes polycrate_operator_objects count these kinds from reader (the
-// manager's cache). The last call wins: tests run several managers in one process.
-func CountPhases(reader client.Reader, kinds []Registered) {
+// CountPhases makes polycrate_operator_objects count these kinds from the
+// manager's cache. The last call wins: tests run several managers in one process.
+func CountPhases(reader cache.Informers, kinds []Registered) {
 	objects.mu.Lock()
 	defer objects.mu.Unlock()
 	objects.reader, objects.kinds = reader, kinds
@@ -221,7 +222,7 @@ type phaseCollector struct {
 	desc   *prometheus.Desc
 	expiry *prometheus.Desc
 	mu     sync.Mutex
-	reader client.Reader
+	reader cache.Informers
 	kinds  []Registered
 }
 
@@ -245,35 +246,39 @@ func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(counts[phase]), k.CRKind(), phase)
 		}
 	}
-	certs := &v1.CertificateList{}
-	if err := reader.List(ctx, certs, client.UnsafeDisableDeepCopy); err != nil {
-		return
-	}
 	seen := map[[2]string]bool{}
-	for i := range certs.Items {
-		s := &certs.Items[i].Spec
+	_ = controller.RangeCached(ctx, reader, &v1.Certificate{}, func(o client.Object) {
+		cert, ok := o.(*v1.Certificate)
+		if !ok {
+			return
+		}
+		s := &cert.Spec
 		key := [2]string{s.Namespace, s.Name}
 		if s.NotAfter == nil || seen[key] {
-			continue // not issued yet; or a second CR of one certificate (a duplicate series would fail the scrape)
+			return // not issued yet; or a second CR of one certificate (a duplicate series would fail the scrape)
 		}
 		seen[key] = true
 		ch <- prometheus.MustNewConstMetric(p.expiry, prometheus.GaugeValue, float64(s.NotAfter.Unix()), s.Namespace, s.Name)
-	}
+	})
 }
 
-// phases counts the kind's CRs by sync phase (none yet counts as Pending).
-func (k Kind[O, P]) phases(ctx context.Context, c client.Reader) (map[string]int, error) {
-	objs, err := controller.ListObjects(ctx, c, k.NewList(), client.UnsafeDisableDeepCopy)
-	if err != nil {
-		return nil, err
-	}
+// phases counts the kind's CRs by sync phase (none yet counts as Pending), from
+// the informer's store: no copies (controller.RangeCached).
+func (k Kind[O, P]) phases(ctx context.Context, c cache.Informers) (map[string]int, error) {
 	out := map[string]int{}
-	for _, o := range objs {
-		phase := o.(O).SyncState().Phase
+	err := controller.RangeCached(ctx, c, k.New(), func(o client.Object) {
+		cr, ok := o.(O)
+		if !ok {
+			return
+		}
+		phase := cr.SyncState().Phase
 		if phase == "" {
 			phase = v1.PhasePending
 		}
 		out[phase]++
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
