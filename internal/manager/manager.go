@@ -128,8 +128,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// (indexcache.go).
 		NewCache: newCompactIndexCache,
 		Cache: cache.Options{
-			// Nothing the operator does reads managedFields: never keep them in memory.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			// Nothing the operator does reads managedFields: never keep them in
+			// memory. The strings thousands of objects repeat (namespaces, label
+			// keys, phases) are kept once (kube.Interner).
+			DefaultTransform: kube.InternTransform(internEndpoint, internIngress),
 			// Pods and Secrets are watched cluster-wide into compact stores of
 			// their own (internal/slimcache), never through this cache. Should
 			// anything read them through it after all, they stay stripped here.
