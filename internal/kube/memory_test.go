@@ -18,10 +18,11 @@ func TestShouldRelease(t *testing.T) {
 		want      bool
 	}{
 		{"at rest after a burst: half the live heap free", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1001 * mib, Live: live, Free: 30 * mib}, true},
-		{"at rest, an eighth free but under 8 MiB", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: live, Free: 6 * mib}, false},
-		{"at rest, an eighth free and 8 MiB", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 64 * mib, Free: 8 * mib}, true},
-		{"at rest, little free", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 64 * mib, Free: 7 * mib}, false},
-		{"at rest, a small process: under 8 MiB free is not worth it", MemorySample{}, MemorySample{Live: 10 * mib, Free: 7 * mib}, false},
+		{"at rest, a sixteenth free but under 4 MiB", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 40 * mib, Free: 3 * mib}, false},
+		{"at rest, a sixteenth free and 4 MiB", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 64 * mib, Free: 4 * mib}, true},
+		{"at rest, 5.4 MiB of 47 (the 5,000-Ingress figure the old eighth kept)", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 47 * mib, Free: 54 * mib / 10}, true},
+		{"at rest, under a sixteenth free", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1000 * mib, Live: 128 * mib, Free: 7 * mib}, false},
+		{"at rest, a small process: under 4 MiB free is not worth it", MemorySample{}, MemorySample{Live: 10 * mib, Free: 3 * mib}, false},
 		{"working: allocating more than a twentieth of the live heap", MemorySample{Allocated: 1000 * mib}, MemorySample{Allocated: 1003 * mib, Live: live, Free: 40 * mib}, false},
 		{"a twentieth exactly is still rest", MemorySample{Allocated: 0}, MemorySample{Allocated: live / 20, Live: live, Free: 40 * mib}, true},
 		{"a counter that went back (another process)", MemorySample{Allocated: 5000 * mib}, MemorySample{Allocated: 10, Live: live, Free: 40 * mib}, false},
