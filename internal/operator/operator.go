@@ -276,7 +276,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		return nil, err
 	}
 	op.Reporter.Checks = op.Monitor
-	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Namespace: o.Namespace, SecretNamespaces: o.SecretNamespaces, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
+	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Namespace: o.Namespace, SecretNamespaces: o.SecretNamespaces, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
 	if err := mgr.Add(op.Preflight); err != nil {
 		return nil, err
 	}

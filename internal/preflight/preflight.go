@@ -33,14 +33,17 @@ import (
 	rbacfiles "github.com/polycrate/polycrate-operator/config/rbac"
 )
 
-// scheme reads core, apiextensions and the operator's kinds.
-var scheme = func() *runtime.Scheme {
+// defaultScheme reads core, apiextensions and the operator's kinds; built on
+// first use, for a Checker without a Scheme (the CLI). The running operator
+// passes its manager's scheme: a scheme of every Kubernetes kind is about
+// 0.7 MiB of heap, kept for the life of the process.
+var defaultScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = apiextensionsv1.AddToScheme(s)
 	_ = v1.AddToScheme(s)
 	return s
-}()
+})
 
 // Verdict is a row's outcome.
 type Verdict string
@@ -140,8 +143,10 @@ type Checker struct {
 	Config *rest.Config
 	Opts   Options
 	// Client is built from Config (with room for the rights' access reviews:
-	// 50 requests per second) when nil.
+	// 50 requests per second) when nil, with Scheme (when nil, one of core,
+	// apiextensions and the operator's kinds).
 	Client client.Client
+	Scheme *runtime.Scheme
 }
 
 // Run runs every check.
@@ -151,7 +156,11 @@ func (c *Checker) Run(ctx context.Context) *Report {
 		if cfg.QPS < 50 {
 			cfg.QPS, cfg.Burst = 50, 100
 		}
-		cl, err := client.New(cfg, client.Options{Scheme: scheme})
+		sch := c.Scheme
+		if sch == nil {
+			sch = defaultScheme()
+		}
+		cl, err := client.New(cfg, client.Options{Scheme: sch})
 		if err != nil {
 			r := row("Kubernetes API", true, c.Opts.MinVersion)
 			r.set(Missing, "unreachable: "+err.Error())

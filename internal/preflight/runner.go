@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -35,6 +36,8 @@ const DefaultInterval = 24 * time.Hour
 // the API's cluster record.
 type Runner struct {
 	Config *rest.Config
+	// Scheme is the checks' client's (the manager's; nil: the Checker's default).
+	Scheme *runtime.Scheme
 	// Namespace is the operator's namespace (its Role's rights).
 	Namespace string
 	// SecretNamespaces limits the Secret rights checked to these namespaces (see Options).
@@ -120,7 +123,7 @@ func (r *Runner) run(ctx context.Context) {
 	if snap := r.Live.Get(); snap != nil && snap.Spec.CloudController.Enabled {
 		profiles = append(profiles, "cloud-controller")
 	}
-	rep := (&Checker{Config: r.Config, Opts: Options{Profiles: profiles, OperatorNamespace: r.Namespace, SecretNamespaces: r.SecretNamespaces}}).Run(ctx)
+	rep := (&Checker{Config: r.Config, Scheme: r.Scheme, Opts: Options{Profiles: profiles, OperatorNamespace: r.Namespace, SecretNamespaces: r.SecretNamespaces}}).Run(ctx)
 	if ctx.Err() != nil {
 		return
 	}
