@@ -31,9 +31,27 @@ type runOptions struct {
 	mgr              manager.Options
 	qps              float32
 	burst            int
+	compression      bool
 	installCRDs      bool
 	secretNamespaces []string
 	zapOpts          zap.Options
+}
+
+// restConfig is the operator's Kubernetes client configuration: the kubeconfig
+// flags, the client-side limits and, unless --kube-api-compression, no gzip.
+// The operator runs next to its API server: compressed watch streams and lists
+// cost the API server and the operator CPU for bandwidth nobody lacks, and each
+// watch keeps a decompressor of its own (about 40 KiB) for as long as it runs.
+func (o *runOptions) restConfig() (*rest.Config, error) {
+	cfg, err := kube.RESTConfig(kube.ConfigOptions{
+		Kubeconfig: o.kube.kubeconfig, Context: o.kube.context,
+		QPS: o.qps, Burst: o.burst, UserAgent: userAgent(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.DisableCompression = !o.compression
+	return cfg, nil
 }
 
 func defaultNamespace() string {
@@ -83,10 +101,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 				log.Info("log level capped at 7: from 8 on, client-go logs request and response bodies, Secrets included")
 			}
 
-			cfg, err := kube.RESTConfig(kube.ConfigOptions{
-				Kubeconfig: o.kube.kubeconfig, Context: o.kube.context,
-				QPS: o.qps, Burst: o.burst, UserAgent: userAgent(),
-			})
+			cfg, err := o.restConfig()
 			if err != nil {
 				return err
 			}
@@ -146,6 +161,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")
 	f.IntVar(&o.burst, "kube-api-burst", DefaultKubeAPIBurst, "burst of queries to the Kubernetes API, per resource kind")
+	f.BoolVar(&o.compression, "kube-api-compression", false, "ask the kube-apiserver for gzip-compressed responses and watch streams (off: the operator runs next to its API server, where compression costs both sides CPU and each watch a decompressor's memory)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zapOpts.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
