@@ -4,7 +4,12 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -82,4 +87,46 @@ func TestInternedEndpoint(t *testing.T) {
 	}
 	runtime.KeepAlive(plain)
 	runtime.KeepAlive(interned)
+}
+
+// An Ingress keeps every value through the transform; its repeated strings are
+// shared between Ingresses.
+func TestInternedIngress(t *testing.T) {
+	kube.Strings = &kube.Interner{Values: &kube.Interner{Max: 1024}}
+	prefix := networkingv1.PathTypePrefix
+	mk := func(i int) *networkingv1.Ingress {
+		class, pt := strings.Clone("nginx"), networkingv1.PathType(strings.Clone(string(prefix)))
+		return &networkingv1.Ingress{
+			TypeMeta:   metav1.TypeMeta{APIVersion: strings.Clone("networking.k8s.io/v1"), Kind: strings.Clone("Ingress")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: strings.Clone("shop"), Name: fmt.Sprintf("app-%d", i), Annotations: map[string]string{strings.Clone("polycrate_endpoint_monitor"): strings.Clone("true")}},
+			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: fmt.Sprintf("app-%d.example.com", i),
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: strings.Clone("/"), PathType: &pt, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+						Name: strings.Clone("web"), Port: networkingv1.ServiceBackendPort{Name: strings.Clone("http")}}}}}}}}}},
+		}
+	}
+	transform := kube.InternTransform(internEndpoint, internIngress)
+	var got []*networkingv1.Ingress
+	for i := 0; i < 2; i++ {
+		want := mk(i)
+		obj, err := transform(want.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(obj, want) {
+			t.Fatalf("Ingress %d changed:\n%+v\n%+v", i, obj, want)
+		}
+		got = append(got, obj.(*networkingv1.Ingress))
+	}
+	a, b := got[0], got[1]
+	pa, pb := &a.Spec.Rules[0].HTTP.Paths[0], &b.Spec.Rules[0].HTTP.Paths[0]
+	for what, pair := range map[string][2]string{
+		"namespace": {a.Namespace, b.Namespace}, "class": {*a.Spec.IngressClassName, *b.Spec.IngressClassName},
+		"path type": {string(*pa.PathType), string(*pb.PathType)}, "service": {pa.Backend.Service.Name, pb.Backend.Service.Name},
+		"kind": {a.Kind, b.Kind},
+	} {
+		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("the %s is not shared", what)
+		}
+	}
 }
