@@ -167,6 +167,11 @@ func TestServedThroughTheAggregator(t *testing.T) {
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The registration goes with the test: a second run in the same process
+	// (-count) registers anew, with its own port.
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Services("default").Delete(context.Background(), "polycrate-dns01", metav1.DeleteOptions{})
+	})
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	if _, err := apiServices.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
@@ -178,6 +183,9 @@ func TestServedThroughTheAggregator(t *testing.T) {
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = apiServices.Delete(context.Background(), "v1alpha1.webhook.dns.polycrate.io", metav1.DeleteOptions{})
+	})
 
 	// The aggregator's availability check (GET /apis/<group>/<version> as
 	// system:kube-aggregator through the front proxy) passes.
