@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,6 +119,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	wanted := map[string]bool{}
 	hostOf := map[string]string{} // Endpoint name → the host that took it in this pass
+	var checks []annotations.Check
 	for _, h := range hosts {
 		name := endpointName(h.Name)
 		if first, taken := hostOf[name]; taken {
@@ -141,9 +143,10 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			continue
 		}
 		wanted[name] = true
-		if err := applyEndpoint(ctx, r.Client, obj, in.Label(), settings.For(h.Name, h.Source), settings); err != nil {
-			return ctrl.Result{}, err
-		}
+		checks = append(checks, settings.For(h.Name, h.Source))
+	}
+	if err := applyEndpoints(ctx, r.Client, obj, in.Label(), checks, settings); err != nil {
+		return ctrl.Result{}, err
 	}
 	for i := range owned {
 		if !wanted[owned[i].Name] {
@@ -411,6 +414,26 @@ func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel
 // already is what it declares: a source is reconciled on every event of its
 // Endpoints, and each no-op apply would still cost the API server a full
 // apply pass.
+// applyConcurrency bounds the applies one source's reconcile has in flight.
+const applyConcurrency = 8
+
+// applyEndpoints declares a source's Endpoints, at once rather than one after
+// another: a source's reconcile waited for each host's apply in turn, and at
+// the seed's 4 workers discovery's round trips were what held a convergence
+// (its queue never emptied while the Endpoint sync's stayed empty;
+// docs/performance.md). The first error is returned once every apply has ended.
+func applyEndpoints(ctx context.Context, c client.Client, src client.Object, sourceLabel string, checks []annotations.Check, s annotations.Settings) error {
+	if len(checks) == 1 {
+		return applyEndpoint(ctx, c, src, sourceLabel, checks[0], s)
+	}
+	var g errgroup.Group
+	g.SetLimit(applyConcurrency)
+	for _, check := range checks {
+		g.Go(func() error { return applyEndpoint(ctx, c, src, sourceLabel, check, s) })
+	}
+	return g.Wait()
+}
+
 func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sourceLabel string, check annotations.Check, s annotations.Settings) error {
 	gvk, err := c.GroupVersionKindFor(src)
 	if err != nil {
