@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -246,5 +249,36 @@ func TestFailureIsLoggedAndCountedOnce(t *testing.T) {
 	}
 	if got := count() - before; got != 1 {
 		t.Fatalf("a recovery counted as a failure: %v", got)
+	}
+}
+
+// The status patch is the difference of the status stanzas only: a field that
+// changed, a field that went (null), nothing of metadata or spec; a status that
+// did not change is no patch at all, whatever else changed.
+func TestStatusPatchCarriesTheStatusOnly(t *testing.T) {
+	before := &v1.S3Bucket{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", Labels: map[string]string{"a": "1"}}}
+	before.Status.Phase, before.Status.Message = "Pending", "waiting for the API"
+	after := before.DeepCopy()
+	after.Labels["a"] = "2"
+	after.Spec.Region = "eu-central-1"
+	if _, changed, err := statusPatch(before, after); err != nil || changed {
+		t.Fatalf("status unchanged, yet changed=%v (%v)", changed, err)
+	}
+	after.Status.Phase, after.Status.Message = "Synced", ""
+	patch, changed, err := statusPatch(before, after)
+	if err != nil || !changed {
+		t.Fatalf("a status change was not seen: %v", err)
+	}
+	data, err := patch.Data(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"status": map[string]any{"phase": "Synced", "message": nil}}
+	if !reflect.DeepEqual(got, want) || patch.Type() != types.MergePatchType {
+		t.Fatalf("patch %s (%s), want %v", data, patch.Type(), want)
 	}
 }
