@@ -125,7 +125,12 @@ type Results struct {
 	BrownoutDuplicates      int                `json:"brownout_duplicates"`
 	BrownoutExtraWriteCalls int                `json:"brownout_extra_write_calls"`
 	ConvergenceTimeline     [][2]int64         `json:"convergence_timeline_ms_synced"`
-	Verdicts                []Verdict          `json:"verdicts"`
+	// ConvergenceQueueDepth is each work queue's mean depth during the
+	// convergence (sampled every 2 s): the queue that stays full is the stage
+	// that holds the convergence; a stage whose queue stays empty waits for the
+	// one before it.
+	ConvergenceQueueDepth map[string]float64 `json:"convergence_mean_queue_depth,omitempty"`
+	Verdicts              []Verdict          `json:"verdicts"`
 }
 
 // Report is one run: a tier per size.
@@ -390,9 +395,9 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 		if err := h.startOperator(); err != nil {
 			return err
 		}
-		timeline, err := h.waitEndpoints(ctx, r.Endpoints, start)
+		timeline, depths, err := h.waitEndpoints(ctx, r.Endpoints, start)
 		r.ConvergenceServerCPU = serverCPU() - cpu0
-		r.ConvergenceTimeline = timeline
+		r.ConvergenceTimeline, r.ConvergenceQueueDepth = timeline, depths
 		if err != nil {
 			return err
 		}
@@ -726,21 +731,62 @@ func (h *harness) stopOperator() {
 }
 
 // waitEndpoints waits until the emulator holds want endpoints; it returns the
-// timeline (ms since start, count) sampled every 500 ms.
-func (h *harness) waitEndpoints(ctx context.Context, want int, start time.Time) ([][2]int64, error) {
+// timeline (ms since start, count) sampled every 500 ms, and each work queue's
+// mean depth, sampled every 2 s from the operator's metrics.
+func (h *harness) waitEndpoints(ctx context.Context, want int, start time.Time) ([][2]int64, map[string]float64, error) {
 	var tl [][2]int64
-	for {
+	depths, samples := map[string]float64{}, 0
+	mean := func() map[string]float64 {
+		if samples == 0 {
+			return nil
+		}
+		out := map[string]float64{}
+		for q, d := range depths {
+			out[q] = d / float64(samples)
+		}
+		return out
+	}
+	for i := 0; ; i++ {
 		n := h.api.Live("endpoints")
 		tl = append(tl, [2]int64{time.Since(start).Milliseconds(), int64(n)})
 		if n >= want {
-			return tl, nil
+			return tl, mean(), nil
+		}
+		if i%4 == 0 {
+			if m, err := h.metrics(); err == nil { // not up yet: no sample
+				if q := queueDepths(m); len(q) > 0 {
+					samples++
+					for name, d := range q {
+						depths[name] += d
+					}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return tl, fmt.Errorf("%d of %d endpoints in the API after %s: %w", n, want, time.Since(start).Round(time.Second), ctx.Err())
+			return tl, mean(), fmt.Errorf("%d of %d endpoints in the API after %s: %w", n, want, time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// queueDepths is workqueue_depth by queue name (the priority queue's depth is
+// split by priority: summed).
+func queueDepths(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		rest, ok := strings.CutPrefix(k, "workqueue_depth{")
+		if !ok {
+			continue
+		}
+		_, name, ok := strings.Cut(rest, `name="`)
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, `"`)
+		out[name] += v
+	}
+	return out
 }
 
 // metrics scrapes the operator's /metrics into name{labels} → value.
@@ -1290,7 +1336,7 @@ func (h *harness) brownoutPhase(ctx context.Context, r *Results) error {
 		return err
 	}
 	recovered := time.Now()
-	if _, err := h.waitEndpoints(ctx, want, recovered); err != nil {
+	if _, _, err := h.waitEndpoints(ctx, want, recovered); err != nil {
 		return err
 	}
 	r.BrownoutSeconds = c.brownout.Seconds()

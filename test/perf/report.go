@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -96,6 +97,7 @@ var rows = []row{
 	{measure: "work-queue adds until idle, per Endpoint", phase: pConvergence, value: func(r *Results) string {
 		return fmt.Sprintf("%.2f", r.ReconcilesPerEndpoint)
 	}},
+	{measure: "mean work-queue depth during convergence", phase: pConvergence, value: func(r *Results) string { return depthText(r.ConvergenceQueueDepth) }},
 	{measure: "convergence / ceiling", phase: pConvergence + "+" + pCeiling,
 		value:   func(r *Results) string { return ratioText(r.ConvergenceRatio) },
 		target:  fmt.Sprintf("≤ %.1f× (from %d Ingresses)", targetRatio, targetRatioFrom),
@@ -295,4 +297,24 @@ func printSummary(w io.Writer, tiers []*Results) {
 	default:
 		fmt.Fprintln(w, "a phase FAILED: its targets are not measured")
 	}
+}
+
+// depthText names the queues that held work during a convergence, deepest
+// first ("discovery-ingress 12, sync-endpoint 3"); the others are left out.
+func depthText(d map[string]float64) string {
+	names := make([]string, 0, len(d))
+	for n, v := range d {
+		if v >= 0.5 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "every queue below 0.5"
+	}
+	sort.Slice(names, func(i, j int) bool { return d[names[i]] > d[names[j]] })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %.0f", n, d[n])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -188,3 +188,26 @@ func TestGrowthTable(t *testing.T) {
 		t.Error("a failed phase in any tier fails the run")
 	}
 }
+
+// The queue depths come from the operator's metrics by queue name (the priority
+// queue's per-priority series summed), and the report names the queues that
+// held work, deepest first.
+func TestQueueDepths(t *testing.T) {
+	m := map[string]float64{
+		`workqueue_depth{controller="discovery-ingress",name="discovery-ingress",priority="-100"}`: 4000,
+		`workqueue_depth{controller="discovery-ingress",name="discovery-ingress",priority="0"}`:    998,
+		`workqueue_depth{controller="sync-endpoint",name="sync-endpoint",priority="0"}`:            2,
+		`workqueue_depth{controller="crd-gate",name="crd-gate",priority="0"}`:                      0,
+		`workqueue_adds_total{controller="sync-endpoint",name="sync-endpoint"}`:                    500,
+	}
+	got := queueDepths(m)
+	if len(got) != 3 || got["discovery-ingress"] != 4998 || got["sync-endpoint"] != 2 || got["crd-gate"] != 0 {
+		t.Fatalf("depths %v", got)
+	}
+	if s := depthText(got); s != "discovery-ingress 4998, sync-endpoint 2" {
+		t.Fatalf("text %q", s)
+	}
+	if s := depthText(map[string]float64{"sync-endpoint": 0.2}); s != "every queue below 0.5" {
+		t.Fatalf("text of empty queues %q", s)
+	}
+}
