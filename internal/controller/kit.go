@@ -7,7 +7,6 @@ import (
 	"reflect"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"

@@ -408,12 +408,6 @@ func desiredEndpoint(src client.Object, gvk schema.GroupVersionKind, sourceLabel
 	}
 }
 
-// applyEndpoint declares a host's Endpoint CR with server-side apply (field owner
-// polycrate-operator, forced: a taking-over source replaces the previous source's
-// label and owner reference). The apply is skipped when the cached Endpoint
-// already is what it declares: a source is reconciled on every event of its
-// Endpoints, and each no-op apply would still cost the API server a full
-// apply pass.
 // applyConcurrency bounds the applies one source's reconcile has in flight.
 const applyConcurrency = 8
 
@@ -434,6 +428,12 @@ func applyEndpoints(ctx context.Context, c client.Client, src client.Object, sou
 	return g.Wait()
 }
 
+// applyEndpoint declares a host's Endpoint CR with server-side apply (field owner
+// polycrate-operator, forced: a taking-over source replaces the previous source's
+// label and owner reference). The apply is skipped when the cached Endpoint
+// already is what it declares: a source is reconciled on every event of its
+// Endpoints, and each no-op apply would still cost the API server a full
+// apply pass.
 func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sourceLabel string, check annotations.Check, s annotations.Settings) error {
 	gvk, err := c.GroupVersionKindFor(src)
 	if err != nil {
