@@ -3,7 +3,6 @@ package endpoints
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/annotations"
@@ -85,93 +83,6 @@ func TestApplyEndpointsAtOnce(t *testing.T) {
 			}
 			if len(applied) != hosts {
 				t.Fatalf("applied %v, want all %d hosts' Endpoints", applied, hosts)
-			}
-		})
-	}
-}
-
-// A new source's finalizer goes out together with its applies: one round trip
-// per new source, not two. The finalizer patch and both applies each wait until
-// all three are in flight; sent one after another, the first would wait in vain.
-// The finalizer lands on the source, and a refused finalizer fails the
-// reconcile once the applies ended.
-func TestFinalizerGoesWithTheApplies(t *testing.T) {
-	const hosts = 2
-	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: types.UID("u-web"),
-		Annotations: map[string]string{annotations.Monitor: "true"}}}
-	for i := range hosts {
-		ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: fmt.Sprintf("h%d.example.com", i)})
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	for _, refuse := range []bool{false, true} {
-		t.Run(fmt.Sprintf("refused=%v", refuse), func(t *testing.T) {
-			var mu sync.Mutex
-			arrived, all := 0, make(chan struct{})
-			applies, finalizers := 0, 0
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ing.DeepCopy()).
-				WithIndex(&v1.Endpoint{}, IndexEndpointSource, endpointSourceKeys).
-				WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					data, err := patch.Data(obj)
-					if err != nil {
-						return err
-					}
-					apply := patch.Type() == types.ApplyPatchType
-					finalizer := obj.GetName() == "web" && strings.Contains(string(data), `"finalizers"`)
-					if !apply && !finalizer {
-						return cl.Patch(ctx, obj, patch, opts...)
-					}
-					mu.Lock()
-					if arrived++; arrived == hosts+1 {
-						close(all)
-					}
-					mu.Unlock()
-					select {
-					case <-all:
-					case <-time.After(10 * time.Second):
-						return fmt.Errorf("patch of %s: the others never came while it was in flight", obj.GetName())
-					}
-					mu.Lock()
-					if apply {
-						applies++
-					} else {
-						finalizers++
-					}
-					mu.Unlock()
-					if finalizer && refuse {
-						return fmt.Errorf("the API server refused the finalizer")
-					}
-					return cl.Patch(ctx, obj, patch, opts...)
-				}}).Build()
-			store := &liveconfig.Store{}
-			store.Set(&liveconfig.Snapshot{})
-			r := &SourceReconciler{Deps: controller.Deps{Client: c, Config: store, Recorder: events.NewFakeRecorder(10), Log: logr.Discard()},
-				Inspector: IngressInspector{}}
-			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "web"}})
-			if refuse != (err != nil) {
-				t.Fatalf("reconcile: %v (finalizer refused: %v)", err, refuse)
-			}
-			if applies != hosts || finalizers != 1 {
-				t.Fatalf("%d applies and %d finalizer patches, want %d and 1", applies, finalizers, hosts)
-			}
-			got := &networkingv1.Ingress{}
-			if err := c.Get(context.Background(), client.ObjectKeyFromObject(ing), got); err != nil {
-				t.Fatal(err)
-			}
-			if has := controllerutil.ContainsFinalizer(got, IngressInspector{}.Finalizer()); has == refuse {
-				t.Fatalf("finalizers %v (refused: %v)", got.Finalizers, refuse)
-			}
-			eps := &v1.EndpointList{}
-			if err := c.List(context.Background(), eps); err != nil {
-				t.Fatal(err)
-			}
-			if len(eps.Items) != hosts {
-				t.Fatalf("%d Endpoints, want %d", len(eps.Items), hosts)
 			}
 		})
 	}

@@ -98,6 +98,9 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// finalizer removes the API objects), then the source's finalizer.
 		return r.release(ctx, obj, owned)
 	}
+	if _, err := controller.EnsureFinalizer(ctx, r.Client, obj, in.Finalizer()); err != nil {
+		return ctrl.Result{}, err
+	}
 	ann := obj.GetAnnotations()
 	settings, problems := annotations.Parse(ann)
 	if settings.K8sAppName == "" {
@@ -142,7 +145,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		wanted[name] = true
 		checks = append(checks, settings.For(h.Name, h.Source))
 	}
-	if err := r.declare(ctx, obj, checks, settings); err != nil {
+	if err := applyEndpoints(ctx, r.Client, obj, in.Label(), checks, settings); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range owned {
@@ -153,41 +156,6 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	return ctrl.Result{}, r.annotateSource(ctx, obj, wanted)
-}
-
-// declare puts the source's finalizer and its Endpoints in place. A new source's
-// finalizer patch goes out together with its applies, not before them: one
-// round trip per new source instead of two, and discovery's round trips were
-// what held a convergence (docs/performance.md). Nothing is left behind when
-// the source goes meanwhile: every Endpoint carries an owner reference to it,
-// so the garbage collector deletes them (and their sync finalizer the API
-// objects), and the source's next reconcile finds it gone or being deleted.
-// An error of either is returned once both have ended.
-func (r *SourceReconciler) declare(ctx context.Context, obj client.Object, checks []annotations.Check, s annotations.Settings) error {
-	fin := r.Inspector.Finalizer()
-	if controllerutil.ContainsFinalizer(obj, fin) {
-		return applyEndpoints(ctx, r.Client, obj, r.Inspector.Label(), checks, s)
-	}
-	gvk, err := r.Client.GroupVersionKindFor(obj)
-	if err != nil {
-		return err
-	}
-	// The patch goes through a metadata-only copy: the applies read obj
-	// meanwhile, and a patch writes its answer into the object it was given.
-	part := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Finalizers: append([]string(nil), obj.GetFinalizers()...)}}
-	part.SetGroupVersionKind(gvk)
-	finalized := make(chan error, 1)
-	go func() {
-		_, err := controller.EnsureFinalizer(ctx, r.Client, part, fin)
-		finalized <- err
-	}()
-	err = applyEndpoints(ctx, r.Client, obj, r.Inspector.Label(), checks, s)
-	if ferr := <-finalized; ferr != nil {
-		return ferr
-	}
-	controllerutil.AddFinalizer(obj, fin) // the rest of this pass sees what the API server has
-	return err
 }
 
 // release deletes the source's Endpoints, waits until they are gone, and removes
