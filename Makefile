@@ -139,6 +139,13 @@ bench: envtest ## Run the benchmarks, then the scale harness (test/perf) at BENC
 perf: envtest ## Run only the scale harness at BENCH_SIZES (e.g. 1000,5000,20000); exits non-zero when a target is missed or a phase fails.
 	go run ./test/perf -sizes $(BENCH_SIZES) $(PERF_ARGS)
 
+# Endpoints for make perf-informer (20,000 Ingresses × 2 hosts).
+INFORMER_ENDPOINTS ?= 40000
+
+.PHONY: perf-informer
+perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORMER_ENDPOINTS, streaming list against paginated LIST (what bounds a restart at 20,000 Ingresses).
+	go run ./test/perf/informersync -endpoints $(INFORMER_ENDPOINTS)
+
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
