@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -121,8 +122,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		cfg = fenceWrites(cfg, o.Fence)
 	}
 
+	scheme := NewScheme()
+	var httpClient atomic.Pointer[http.Client] // the manager's, once it exists
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: NewScheme(),
+		Scheme: scheme,
 		Logger: o.Logger,
 		// Field indexes of the operator's own, a seventh of the memory
 		// (indexcache.go).
@@ -139,6 +142,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Pod{}:    {Transform: kube.StripPod},
 				&corev1.Secret{}: {Transform: kube.StripMetadata},
 			},
+			// The Endpoint informer's watch decodes each event in one pass
+			// (endpointwatch.go).
+			NewInformer: endpointInformers(cfg, scheme, httpClient.Load),
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
@@ -162,6 +168,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpClient.Store(mgr.GetHTTPClient())
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}

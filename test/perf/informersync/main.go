@@ -23,7 +23,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,6 +40,9 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 )
 
+// cpuProfileDir is where children write their CPU profiles ("": none).
+var cpuProfileDir string
+
 // sample is one child's measurement.
 type sample struct {
 	Mode       string  `json:"mode"`
@@ -46,9 +52,13 @@ type sample struct {
 }
 
 // modes maps a mode to client-go's feature-gate environment variable.
-var modes = []struct{ name, env string }{
-	{"watch-list (default)", "KUBE_FEATURE_WatchListClient=true"},
-	{"paginated LIST", "KUBE_FEATURE_WatchListClient=false"},
+var modes = []struct {
+	name, env     string
+	noCompression bool
+}{
+	{"watch-list (default)", "KUBE_FEATURE_WatchListClient=true", false},
+	{"watch-list, no gzip", "KUBE_FEATURE_WatchListClient=true", true},
+	{"paginated LIST", "KUBE_FEATURE_WatchListClient=false", false},
 }
 
 func main() {
@@ -56,9 +66,11 @@ func main() {
 	runs := flag.Int("runs", 3, "measurements per mode, alternating")
 	child := flag.String("child", "", "(internal) sync once against this kubeconfig and print the sample")
 	mode := flag.String("mode", "", "(internal) the child's mode name")
+	noCompression := flag.Bool("no-compression", false, "(internal) the child asks for uncompressed responses")
+	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "write each child's CPU profile to this directory (go tool pprof)")
 	flag.Parse()
 	if *child != "" {
-		if err := syncOnce(*child, *mode); err != nil {
+		if err := syncOnce(*child, *mode, *noCompression); err != nil {
 			fmt.Fprintln(os.Stderr, "informersync:", err)
 			os.Exit(1)
 		}
@@ -102,7 +114,7 @@ func run(n, runs int) error {
 	byMode := map[string][]sample{}
 	for i := 0; i < runs; i++ {
 		for _, m := range modes {
-			cmd := exec.Command(self, "-child", kubeconfig, "-mode", m.name)
+			cmd := exec.Command(self, "-child", kubeconfig, "-mode", m.name, "-cpuprofile", cpuProfileDir, fmt.Sprintf("-no-compression=%t", m.noCompression))
 			cmd.Env = append(os.Environ(), m.env)
 			cmd.Stderr = os.Stderr
 			out, err := cmd.Output()
@@ -203,17 +215,29 @@ func declareOne(ctx context.Context, c client.Client, i int) error {
 
 // syncOnce builds the operator's manager, syncs its cache's Endpoint informer
 // and prints the sample as JSON.
-func syncOnce(kubeconfig, mode string) error {
+func syncOnce(kubeconfig, mode string, noCompression bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
+	cfg.DisableCompression = noCompression
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if cpuProfileDir != "" {
+		f, err := os.Create(filepath.Join(cpuProfileDir, strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(mode)+".pprof"))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start, cpu0 := time.Now(), cpuSeconds()
 	if _, err := mgr.GetCache().GetInformer(ctx, &v1.Endpoint{}); err != nil {
 		return err
