@@ -141,10 +141,12 @@ perf: envtest ## Run only the scale harness at BENCH_SIZES (e.g. 1000,5000,20000
 
 # Endpoints for make perf-informer (20,000 Ingresses × 2 hosts).
 INFORMER_ENDPOINTS ?= 40000
+# Extra flags, e.g. INFORMER_ARGS="-runs 5 -cpuprofile /tmp/prof" (one CPU profile per mode).
+INFORMER_ARGS ?=
 
 .PHONY: perf-informer
-perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORMER_ENDPOINTS, streaming list against paginated LIST (what bounds a restart at 20,000 Ingresses).
-	go run ./test/perf/informersync -endpoints $(INFORMER_ENDPOINTS)
+perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORMER_ENDPOINTS: streaming list, the same without gzip, paginated LIST (what bounds a restart at 20,000 Ingresses).
+	go run ./test/perf/informersync -endpoints $(INFORMER_ENDPOINTS) $(INFORMER_ARGS)
 
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.

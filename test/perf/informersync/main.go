@@ -1,18 +1,20 @@
 // Command informersync measures what bounds the operator's restart at scale: how
 // long its cache takes to list N Endpoints, and what that costs its process,
 // with client-go's streaming list (WatchListClient, on by default since
-// Kubernetes 1.35: the initial list comes as watch events) and with the
-// classic paginated LIST, alternately (docs/performance.md, "Restart until idle
-// at 20,000 Ingresses").
+// Kubernetes 1.35: the initial list comes as watch events), the same without
+// gzip (rest.Config.DisableCompression), and the classic paginated LIST, in turn
+// (docs/performance.md, "Restart until idle at 20,000 Ingresses").
 //
-//	go run ./test/perf/informersync [-endpoints 40000] [-runs 3]
+//	go run ./test/perf/informersync [-endpoints 40000] [-runs 3] [-cpuprofile DIR]
 //
 // It starts envtest, declares N Endpoints as the operator leaves them (server-
 // side apply by its field manager, then the sync's status: the same
 // managedFields), and syncs a fresh process's cache — the operator's own
-// (internal/manager: its transform and its interning) with one informer, for
-// Endpoints — once per mode and run. Each child prints the wall time until the
-// informer synced, its CPU time and its peak resident memory.
+// (internal/manager: its transform, its interning and its one-pass Endpoint
+// watch) with one informer, for Endpoints — once per mode and run. Each child
+// prints the wall time until the informer synced, its CPU time and its peak
+// resident memory; with -cpuprofile it writes its CPU profile to DIR (the last
+// run's, per mode).
 package main
 
 import (
