@@ -110,7 +110,10 @@ func (d *endpointDecoder) Close() { _ = d.body.Close() }
 
 // endpointListWatch lists through the informer's own ListerWatcher (the
 // paginated LIST, should the server not offer streaming lists) and watches with
-// the one-pass decoder, with the options controller-runtime's watch sets.
+// the one-pass decoder, with the options controller-runtime's watch sets. It
+// watches cluster-wide with no selector, as the manager's cache is configured
+// for Endpoints (New: no DefaultNamespaces, no ByObject entry for them); a
+// namespaced or selected Endpoint cache must not take this path.
 type endpointListWatch struct {
 	list  toolscache.ListerWatcherWithContext
 	rest  func() (rest.Interface, error)
