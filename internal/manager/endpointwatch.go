@@ -115,9 +115,8 @@ func (d *endpointDecoder) Close() { _ = d.body.Close() }
 // for Endpoints (New: no DefaultNamespaces, no ByObject entry for them); a
 // namespaced or selected Endpoint cache must not take this path.
 type endpointListWatch struct {
-	list  toolscache.ListerWatcherWithContext
-	rest  func() (rest.Interface, error)
-	names string // the resource: "endpoints"
+	list toolscache.ListerWatcherWithContext
+	rest func() (rest.Interface, error)
 }
 
 func (lw *endpointListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -140,7 +139,7 @@ func (lw *endpointListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	}
 	// What controller-runtime's watch sets (its cache watches with bookmarks).
 	opts.Watch, opts.AllowWatchBookmarks = true, true
-	body, err := rc.Get().Resource(lw.names).VersionedParams(&opts, metav1.ParameterCodec).
+	body, err := rc.Get().Resource("endpoints").VersionedParams(&opts, metav1.ParameterCodec).
 		SetHeader("Accept", runtime.ContentTypeJSON).Stream(ctx)
 	if err != nil {
 		return nil, err
@@ -167,7 +166,7 @@ func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *
 	})
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 		if _, ok := obj.(*v1.Endpoint); ok {
-			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient, names: "endpoints"}
+			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient}
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 	}

@@ -96,7 +96,7 @@ func TestEndpointWatchMatchesClientGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := &endpointListWatch{list: toolscache.ToListerWatcherWithContext(&toolscache.ListWatch{}), rest: func() (rest.Interface, error) { return rc, nil }, names: "endpoints"}
+	lw := &endpointListWatch{list: toolscache.ToListerWatcherWithContext(&toolscache.ListWatch{}), rest: func() (rest.Interface, error) { return rc, nil }}
 	ours, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
