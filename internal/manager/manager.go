@@ -122,11 +122,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		cfg = fenceWrites(cfg, o.Fence)
 	}
 
+	logger := o.Logger
+	if logger.GetSink() == nil {
+		logger = ctrl.Log // controller-runtime's default
+	}
 	scheme := NewScheme()
 	var httpClient atomic.Pointer[http.Client] // the manager's, once it exists
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		Logger: o.Logger,
+		// Values are encoded when a line is logged, not per reconcile (lazylog.go).
+		Logger: lazyValues(logger),
 		// Field indexes of the operator's own, a seventh of the memory
 		// (indexcache.go).
 		NewCache: newCompactIndexCache,
