@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,14 +53,48 @@ type endpointEvent struct {
 // endpointWire is an event's object: an Endpoint, or — in an ERROR event — a
 // metav1.Status, whose fields besides "status" (a string where an Endpoint has
 // a struct: an UnmarshalTypeError, ignored for ERROR events) have names of
-// their own here.
+// their own here. They are kept raw, decoded for an ERROR event only: an
+// Endpoint with a field of such a name (none has one) must decode as
+// client-go's decoder decodes it, which ignores them.
 type endpointWire struct {
-	v1.Endpoint
-	Message string                `json:"message,omitempty"`
-	Reason  metav1.StatusReason   `json:"reason,omitempty"`
-	Details *metav1.StatusDetails `json:"details,omitempty"`
-	Code    int32                 `json:"code,omitempty"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        endpointMeta      `json:"metadata,omitempty"`
+	Spec            v1.EndpointSpec   `json:"spec"`
+	Status          v1.EndpointStatus `json:"status,omitempty"`
+
+	Message json.RawMessage `json:"message,omitempty"`
+	Reason  json.RawMessage `json:"reason,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+	Code    json.RawMessage `json:"code,omitempty"`
 }
+
+// status is an ERROR event's metav1.Status. A field that does not decode is
+// left empty: the reflector reads the code and reason it can.
+func (o *endpointWire) status() *metav1.Status {
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure}
+	for raw, into := range map[*json.RawMessage]any{&o.Message: &st.Message, &o.Reason: &st.Reason, &o.Details: &st.Details, &o.Code: &st.Code} {
+		if len(*raw) > 0 {
+			_ = kjson.UnmarshalCaseSensitivePreserveInts(*raw, into)
+		}
+	}
+	return st
+}
+
+// endpointMeta is an Endpoint's metadata without its managedFields: the field
+// of the same name here hides ObjectMeta's (the shallower field wins), and its
+// value is scanned past, never decoded. The cache's transform drops them from
+// every object anyway (manager.go); decoding them first was half the bytes
+// the decoder allocated — the server-side apply record of an Endpoint the
+// operator wrote is about half its JSON (docs/performance.md).
+type endpointMeta struct {
+	metav1.ObjectMeta `json:",inline"`
+	ManagedFields     skipped `json:"managedFields,omitempty"`
+}
+
+// skipped is a JSON value that is not decoded.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
 
 var endpointAPIVersion = v1.GroupVersion.String()
 
@@ -74,8 +109,9 @@ func newEndpointDecoder(body io.ReadCloser) *endpointDecoder {
 }
 
 // Decode reads the next event. An object is returned as client-go's decoder
-// returns it: a fresh *v1.Endpoint without its apiVersion and kind, or for an
-// ERROR event the *metav1.Status.
+// returns it — a fresh *v1.Endpoint without its apiVersion and kind, or for an
+// ERROR event the *metav1.Status — except that an Endpoint comes without its
+// managedFields (endpointMeta).
 func (d *endpointDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	var ev endpointEvent // fresh: decoding into a used one would merge maps
 	// The decoder reads a whole value before it decodes one: a syntax error (or
@@ -86,20 +122,16 @@ func (d *endpointDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-		ep := ev.Object.Endpoint
-		if ep.Kind != "Endpoint" || ep.APIVersion != endpointAPIVersion {
+		o := &ev.Object
+		if o.Kind != "Endpoint" || o.APIVersion != endpointAPIVersion {
 			// client-go's decoder goes by the kind: it fails on a missing or
 			// unknown one, and the reflector refuses any other.
-			return "", nil, fmt.Errorf("a %s watch event of %q %q in the Endpoint watch", ev.Type, ep.APIVersion, ep.Kind)
+			return "", nil, fmt.Errorf("a %s watch event of %q %q in the Endpoint watch", ev.Type, o.APIVersion, o.Kind)
 		}
-		ep.TypeMeta = metav1.TypeMeta{} // as client-go's decoder leaves it
-		return ev.Type, &ep, nil
+		// No apiVersion and kind, as client-go's decoder leaves it.
+		return ev.Type, &v1.Endpoint{ObjectMeta: o.Metadata.ObjectMeta, Spec: o.Spec, Status: o.Status}, nil
 	case watch.Error:
-		o := ev.Object
-		return ev.Type, &metav1.Status{
-			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-			Status:   metav1.StatusFailure, Message: o.Message, Reason: o.Reason, Details: o.Details, Code: o.Code,
-		}, nil
+		return ev.Type, ev.Object.status(), nil
 	default:
 		return "", nil, fmt.Errorf("got invalid watch event type: %v", ev.Type)
 	}
