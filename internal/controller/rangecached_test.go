@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,5 +91,50 @@ func TestRangeCachedUnsynced(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("no error for an unsynced cache")
+	}
+}
+
+// countingInformer syncs at the nth look.
+type countingInformer struct {
+	toolscache.SharedIndexInformer
+	looks *atomic.Int32
+	n     int32
+}
+
+func (c countingInformer) HasSynced() bool { return c.looks.Add(1) >= c.n }
+
+type countingInformers struct {
+	cache.Informers
+	inf countingInformer
+}
+
+func (s countingInformers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return s.inf, nil
+}
+
+// CachedObjects hands out the store's own objects (no copies), once the
+// informer synced: it waits for that as a List from the cache does, and fails
+// when its context ends first.
+func TestCachedObjects(t *testing.T) {
+	filled := filledInformers(t, 30, true)
+	infs := countingInformers{inf: countingInformer{SharedIndexInformer: filled.inf, looks: &atomic.Int32{}, n: 3}}
+	objs, err := CachedObjects(context.Background(), infs, &v1.Endpoint{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 30 || infs.inf.looks.Load() < 3 {
+		t.Fatalf("%d objects after %d looks at the sync; want 30 after 3", len(objs), infs.inf.looks.Load())
+	}
+	for _, o := range objs {
+		cached, ok, _ := filled.inf.GetStore().Get(o)
+		if !ok || cached.(*v1.Endpoint) != o.(*v1.Endpoint) {
+			t.Fatalf("%s is not the store's own object", o.GetName())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	never := countingInformers{inf: countingInformer{SharedIndexInformer: filled.inf, looks: &atomic.Int32{}, n: 1 << 30}}
+	if objs, err := CachedObjects(ctx, never, &v1.Endpoint{}); err == nil {
+		t.Fatalf("no error for a cache that never synced; got %d objects", len(objs))
 	}
 }

@@ -461,14 +461,14 @@ func (r *Reconciler[O, P]) SetupWithManager(mgr manager.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := r.waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
-		return r.Kind.list(ctx, mgr.GetClient())
-	}); err != nil {
+	// The wakers read the store (no copies): they only look at names and conditions.
+	cached := func(ctx context.Context) ([]client.Object, error) {
+		return controller.CachedObjects(ctx, mgr.GetCache(), r.Kind.New())
+	}
+	if err := r.waker.WakeOnConfigChange(mgr, r.Config, cached); err != nil {
 		return err
 	}
-	if err := r.waker.WakeOnRecovery(mgr, r.Conn, func(ctx context.Context) ([]client.Object, error) {
-		return r.Kind.list(ctx, mgr.GetClient())
-	}); err != nil {
+	if err := r.waker.WakeOnRecovery(mgr, r.Conn, cached); err != nil {
 		return err
 	}
 	if err := controller.Every(mgr, func() time.Duration { return r.Verify }, r.Repair); err != nil {

@@ -94,7 +94,7 @@ func (d IngressDiscovery) SetupWithManager(mgr manager.Manager) error {
 	}
 	waker := controller.NewWaker()
 	if err := waker.WakeOnConfigChange(mgr, r.Config, func(ctx context.Context) ([]client.Object, error) {
-		return controller.ListObjects(ctx, mgr.GetClient(), &networkingv1.IngressList{}, client.UnsafeDisableDeepCopy)
+		return controller.CachedObjects(ctx, mgr.GetCache(), &networkingv1.Ingress{})
 	}); err != nil {
 		return err
 	}

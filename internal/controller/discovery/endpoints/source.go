@@ -440,8 +440,10 @@ func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sour
 		return err
 	}
 	want := desiredEndpoint(src, gvk, sourceLabel, check, s)
+	// Read, never changed: the cache's own maps and slices (no deep copy of
+	// every Endpoint of every source pass).
 	have := &v1.Endpoint{}
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(want), have); {
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(want), have, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}); {
 	case err == nil && !have.DeletionTimestamp.IsZero():
 		return nil // being removed: declared anew once it is gone (its deletion re-queues the source)
 	case err == nil && upToDate(have, want, sourceLabel):
