@@ -1,10 +1,12 @@
 package endpoints
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -72,6 +74,70 @@ func TestSettled(t *testing.T) {
 	for name, c := range cases {
 		if got := settled(c.owned, c.wanted, now); got != c.want {
 			t.Errorf("%s: settled = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// sameSpec and sameOwners answer as equality.Semantic.DeepEqual does, and
+// every field counts: each field of the spec (and of an owner reference) is
+// changed in turn, by reflection, so a field added to the type and not to the
+// comparison fails here.
+func TestSameSpecComparesEveryField(t *testing.T) {
+	tls, ctl := true, true
+	spec := v1.EndpointSpec{DisplayName: "a", RemoteAddress: "a.example", RemotePort: 443, Kind: "http", TLS: &tls, Path: "/",
+		Timeout: 5, Interval: 60, ExpectedStatusCodes: []int32{200}, ExpectedBody: "ok", K8sAppName: "shop"}
+	owner := metav1.OwnerReference{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "web", UID: "u", Controller: &ctl, BlockOwnerDeletion: &ctl}
+	changeEach(t, spec, func(a, b v1.EndpointSpec) (bool, bool) {
+		return sameSpec(&a, &b), equality.Semantic.DeepEqual(a, b)
+	})
+	changeEach(t, owner, func(a, b metav1.OwnerReference) (bool, bool) {
+		return sameOwners([]metav1.OwnerReference{a}, []metav1.OwnerReference{b}), equality.Semantic.DeepEqual(a, b)
+	})
+	// A nil and an empty list are equal, as for equality.Semantic.
+	a, b := spec, spec
+	a.ExpectedStatusCodes, b.ExpectedStatusCodes = nil, []int32{}
+	if !sameSpec(&a, &b) || !equality.Semantic.DeepEqual(a, b) {
+		t.Fatal("a nil and an empty list of status codes differ")
+	}
+	if sameOwners(nil, []metav1.OwnerReference{owner}) || !sameOwners(nil, []metav1.OwnerReference{}) {
+		t.Fatal("owner lists of different lengths compare equal, or nil and empty differ")
+	}
+}
+
+// changeEach changes each field of base in turn (and, for a pointer, sets it
+// nil) and requires cmp to find them different — ours and
+// equality.Semantic's alike — and base equal to itself.
+func changeEach[T any](t *testing.T, base T, cmp func(a, b T) (ours, semantic bool)) {
+	t.Helper()
+	if ours, sem := cmp(base, base); !ours || !sem {
+		t.Fatalf("%T equal to itself: ours %t, semantic %t", base, ours, sem)
+	}
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		variants := []T{}
+		changed := base
+		f := reflect.ValueOf(&changed).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "-other")
+		case reflect.Int32, reflect.Int64:
+			f.SetInt(f.Int() + 1)
+		case reflect.Pointer:
+			other := reflect.New(f.Type().Elem())
+			other.Elem().Set(reflect.ValueOf(!f.Elem().Bool()))
+			withNil := base
+			reflect.ValueOf(&withNil).Elem().Field(i).SetZero()
+			variants = append(variants, withNil)
+			f.Set(other)
+		case reflect.Slice:
+			f.Set(reflect.Append(reflect.ValueOf(reflect.ValueOf(base).Field(i).Interface()), reflect.New(f.Type().Elem()).Elem()))
+		default:
+			t.Fatalf("%s.%s: a %s field this test cannot change: teach it", typ.Name(), typ.Field(i).Name, f.Kind())
+		}
+		for _, v := range append(variants, changed) {
+			if ours, sem := cmp(base, v); ours || sem {
+				t.Errorf("%s.%s changed: ours says equal %t, semantic %t; want both false", typ.Name(), typ.Field(i).Name, ours, sem)
+			}
 		}
 	}
 }
