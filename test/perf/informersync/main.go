@@ -14,7 +14,8 @@
 // watch) with one informer, for Endpoints — once per mode and run. Each child
 // prints the wall time until the informer synced, its CPU time and its peak
 // resident memory; with -cpuprofile it writes its CPU profile to DIR (the last
-// run's, per mode).
+// run's, per mode), and the kube-apiserver's CPU profile over each child's run
+// to apiserver-MODE.pprof.
 package main
 
 import (
@@ -34,6 +35,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,7 +122,20 @@ func run(n, runs int) error {
 			cmd := exec.Command(self, "-child", kubeconfig, "-mode", m.name, "-cpuprofile", cpuProfileDir, fmt.Sprintf("-no-compression=%t", m.noCompression))
 			cmd.Env = append(os.Environ(), m.env)
 			cmd.Stderr = os.Stderr
+			// The API server's side of the same sync: its CPU profile over the
+			// child's run (the server's encoding is what bounds the sync).
+			profiled := make(chan error, 1)
+			if cpuProfileDir != "" {
+				go func() {
+					profiled <- apiServerProfile(cfg, filepath.Join(cpuProfileDir, "apiserver-"+profileName(m.name)+".pprof"))
+				}()
+			} else {
+				profiled <- nil
+			}
 			out, err := cmd.Output()
+			if perr := <-profiled; perr != nil {
+				fmt.Fprintln(os.Stderr, "informersync: the API server's profile:", perr)
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
@@ -230,7 +246,7 @@ func syncOnce(kubeconfig, mode string, noCompression bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if cpuProfileDir != "" {
-		f, err := os.Create(filepath.Join(cpuProfileDir, strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(mode)+".pprof"))
+		f, err := os.Create(filepath.Join(cpuProfileDir, profileName(mode)+".pprof"))
 		if err != nil {
 			return err
 		}
@@ -251,6 +267,29 @@ func syncOnce(kubeconfig, mode string, noCompression bool) error {
 	s := sample{Mode: mode, Seconds: time.Since(start).Seconds(), CPUSeconds: cpuSeconds() - cpu0, PeakRSSMiB: peakRSSMiB()}
 	return json.NewEncoder(os.Stdout).Encode(s)
 }
+
+// profileName is a mode's name as a file name.
+func profileName(mode string) string {
+	return strings.NewReplacer(" ", "-", "(", "", ")", "", ",", "").Replace(mode)
+}
+
+// apiServerProfile writes the kube-apiserver's CPU profile of the next
+// apiServerProfileSeconds (its /debug/pprof, on by default) to path.
+func apiServerProfile(cfg *rest.Config, path string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", fmt.Sprint(apiServerProfileSeconds)).Timeout((apiServerProfileSeconds + 30) * time.Second).DoRaw(context.Background())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
+
+// apiServerProfileSeconds covers a child's start and sync.
+const apiServerProfileSeconds = 10
 
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
