@@ -72,12 +72,19 @@ type endpointWire struct {
 // left empty: the reflector reads the code and reason it can.
 func (o *endpointWire) status() *metav1.Status {
 	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure}
-	for raw, into := range map[*json.RawMessage]any{&o.Message: &st.Message, &o.Reason: &st.Reason, &o.Details: &st.Details, &o.Code: &st.Code} {
-		if len(*raw) > 0 {
-			_ = kjson.UnmarshalCaseSensitivePreserveInts(*raw, into)
-		}
-	}
+	decodeRaw(o.Message, &st.Message)
+	decodeRaw(o.Reason, &st.Reason)
+	decodeRaw(o.Details, &st.Details)
+	decodeRaw(o.Code, &st.Code)
 	return st
+}
+
+// decodeRaw decodes raw into v when it is there; a value that does not decode
+// leaves v as it was.
+func decodeRaw(raw json.RawMessage, v any) {
+	if len(raw) > 0 {
+		_ = kjson.UnmarshalCaseSensitivePreserveInts(raw, v)
+	}
 }
 
 // endpointMeta is an Endpoint's metadata without its managedFields: the field
