@@ -150,3 +150,72 @@ func BenchmarkNames(b *testing.B) {
 		_ = EndpointAPI("team-payments", host)
 	}
 }
+
+// The names as they were made with regular expressions: the one-pass slugs
+// must make exactly these.
+var (
+	oldNonDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+	oldPlainHost   = regexp.MustCompile(`^[a-z0-9.]+$`)
+	oldHyphenRuns  = regexp.MustCompile(`-+`)
+	oldNonSlug     = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+func patternEndpoint(host string) string {
+	h := NormalizeHost(host)
+	slug := strings.Trim(oldNonDNSLabel.ReplaceAllString(strings.ReplaceAll(h, ".", "-"), "-"), "-")
+	if slug == "" {
+		slug = "endpoint"
+	}
+	if oldPlainHost.MatchString(h) && len(slug) <= 63 {
+		return slug
+	}
+	return withHash(slug, h, 63, "-")
+}
+
+func patternEndpointAPI(namespace, host string) string {
+	h := NormalizeHost(host)
+	slug := strings.Trim(oldNonDNSLabel.ReplaceAllString(strings.ToLower(namespace)+"-"+strings.ReplaceAll(h, ".", "-"), "-"), "-")
+	slug = oldHyphenRuns.ReplaceAllString(slug, "-")
+	if slug == "" {
+		slug = "endpoint"
+	}
+	return withHash(slug, namespace+"/"+h, 255, "-")
+}
+
+func patternSlug(identity string, parts ...string) string {
+	slug := strings.Trim(oldNonSlug.ReplaceAllString(strings.ToLower(strings.Join(parts, "-")), "-"), "-")
+	if len(slug) > 200 {
+		slug = strings.Trim(slug[:200], "-")
+	}
+	return withHash(slug, identity, 255, "-")
+}
+
+func TestNamesAsPatterns(t *testing.T) {
+	for _, c := range [][2]string{
+		{"production", "app.example.com"}, {"", ""}, {"", "."}, {"a--b", "--x..y--"}, {"ns", "\xff\xfe.example.com"},
+		{"Team_Payments", "API.Example.COM."}, {"x", "a_.b"}, {"x", "a_é.b"}, {"x", "a..b"}, {"-", "-"},
+		{"ns", "xn--bcher-kva.example"}, {"ns", " spaced host .example.com "}, {"ns", "K\u212Aelvin.example"},
+		{"ns", strings.Repeat("long-label.", 30) + "example.com"}, {"ns", strings.Repeat("a", 70)},
+	} {
+		assertAsPatterns(t, c[0], c[1])
+	}
+}
+
+func FuzzNamesAsPatterns(f *testing.F) {
+	f.Add("production", "app.example.com")
+	f.Add("a--b", "--x..y--")
+	f.Add("ns", "a_\xffé.b")
+	f.Fuzz(assertAsPatterns)
+}
+
+func assertAsPatterns(t *testing.T, ns, host string) {
+	if got, want := Endpoint(host), patternEndpoint(host); got != want {
+		t.Fatalf("Endpoint(%q) = %q, the pattern made %q", host, got, want)
+	}
+	if got, want := EndpointAPI(ns, host), patternEndpointAPI(ns, host); got != want {
+		t.Fatalf("EndpointAPI(%q, %q) = %q, the pattern made %q", ns, host, got, want)
+	}
+	if got, want := Slug(ns+host, ns, host), patternSlug(ns+host, ns, host); got != want {
+		t.Fatalf("Slug(%q, %q) = %q, the pattern made %q", ns, host, got, want)
+	}
+}
