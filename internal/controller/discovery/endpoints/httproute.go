@@ -169,7 +169,7 @@ func (s *HTTPRouteStarter) start(first bool) error {
 		}
 		c, err := ctrl.NewControllerManagedBy(mgr).
 			Named("discovery-httproute").
-			Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute)).
+			Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceHTTPRoute, nil)).
 			WatchesRawSource(waker.Source()).
 			WithOptions(r.Options()).
 			Build(r)

@@ -236,6 +236,31 @@ var _ = Describe("Ingress discovery", func() {
 		apiEndpointGone(id)
 	})
 
+	It("deletes the Endpoints of an Ingress removed outright while the operator was stopped when it returns", func() {
+		ns := freshNamespace()
+		ing, id := syncedIngress(ns, "vanished", "vanished.example.com", "vanished-example-com")
+		kept, keptID := syncedIngress(ns, "kept", "kept.example.com", "kept-example-com")
+
+		Expect(oe.StopOperator()).To(Succeed())
+		// Gone without the operator's finalizer (removed by hand): nothing is
+		// left in the cache to queue its pass but its Endpoint's event of the
+		// returning operator's initial list — the sweep runs minutes later.
+		got := &networkingv1.Ingress{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), got)).To(Succeed())
+		got.Finalizers = nil
+		Expect(k8s.Update(ctx, got)).To(Succeed())
+		Expect(k8s.Delete(ctx, got)).To(Succeed())
+		Eventually(func() bool { return k8s.Get(ctx, client.ObjectKeyFromObject(ing), &networkingv1.Ingress{}) != nil }, timeout, poll).Should(BeTrue())
+
+		Expect(oe.StartOperator()).To(Succeed())
+		Eventually(func() []string { return endpointNames(ns) }, timeout, poll).Should(ConsistOf("kept-example-com"),
+			"the orphan of the vanished Ingress was not deleted at the restart")
+		apiEndpointGone(id)
+		_, err := oe.Client().Endpoints().Get(ctx, keptID)
+		Expect(err).NotTo(HaveOccurred(), "the Endpoint of the Ingress that stayed must stay in the API")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), &networkingv1.Ingress{})).To(Succeed())
+	})
+
 	It("honours the deprecated K8sApp label, moves it to the annotation and removes it", func() {
 		ns := freshNamespace()
 		ing := ingress(ns, "old-style", "nginx", map[string]string{annotations.Monitor: "true"}, "old.example.com")
