@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +92,8 @@ func (d IngressDiscovery) SetupWithManager(mgr manager.Manager) error {
 	// Ingresses their list came 1.3 s after the Endpoints' instead of beside
 	// it, on every restart (docs/performance.md). Before the cache starts
 	// this does not wait.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &networkingv1.Ingress{}); err != nil {
+	ingresses, err := mgr.GetCache().GetInformer(context.Background(), &networkingv1.Ingress{})
+	if err != nil {
 		return err
 	}
 	waker := controller.NewWaker()
@@ -103,7 +105,7 @@ func (d IngressDiscovery) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("discovery-ingress").
 		For(&networkingv1.Ingress{}).
-		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceIngress, cachedIngress(mgr.GetCache()))).
+		Watches(&v1.Endpoint{}, endpointToSource(v1.LabelEndpointSourceIngress, inStore(ingresses))).
 		WatchesRawSource(waker.Source()).
 		WithOptions(r.Options()).
 		Complete(r)
@@ -146,10 +148,18 @@ func (h skipInitialOfCached) Create(ctx context.Context, e event.CreateEvent, q 
 	h.EventHandler.Create(ctx, e, q)
 }
 
-// cachedIngress says whether the cache holds an Ingress (its informer is made
-// at setup, so the lookup never waits for a new one to sync).
-func cachedIngress(c client.Reader) func(context.Context, client.ObjectKey) bool {
-	return func(ctx context.Context, key client.ObjectKey) bool {
-		return c.Get(ctx, key, &networkingv1.Ingress{}, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}) == nil
+// inStore says whether an informer's store holds an object: a lookup in its
+// map (a Get through the cache resolves the kind and copies the struct, and
+// cost more than the queue add it saves). Without a store to read it says no:
+// every Endpoint is queued.
+func inStore(inf any) func(context.Context, client.ObjectKey) bool {
+	s, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return func(context.Context, client.ObjectKey) bool { return false }
+	}
+	store := s.GetStore()
+	return func(_ context.Context, key client.ObjectKey) bool {
+		_, exists, err := store.GetByKey(key.Namespace + "/" + key.Name)
+		return err == nil && exists
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -56,5 +58,24 @@ func TestEndpointToSourceSkipsInitialOfCachedSources(t *testing.T) {
 			}
 		}
 		q.ShutDown()
+	}
+}
+
+type withStore struct{ store toolscache.Store }
+
+func (w withStore) GetStore() toolscache.Store { return w.store }
+
+func TestInStore(t *testing.T) {
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	_ = store.Add(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}})
+	cached := inStore(withStore{store})
+	if !cached(context.Background(), client.ObjectKey{Namespace: "ns", Name: "here"}) {
+		t.Fatal("a stored Ingress was not found")
+	}
+	if cached(context.Background(), client.ObjectKey{Namespace: "ns", Name: "gone"}) || cached(context.Background(), client.ObjectKey{Namespace: "other", Name: "here"}) {
+		t.Fatal("an Ingress not in the store was found")
+	}
+	if inStore(struct{}{})(context.Background(), client.ObjectKey{Namespace: "ns", Name: "here"}) {
+		t.Fatal("without a store every Endpoint must be queued")
 	}
 }
