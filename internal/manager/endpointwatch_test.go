@@ -3,6 +3,7 @@ package manager
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -184,6 +185,12 @@ func FuzzEndpointDecoder(f *testing.F) {
 	f.Add([]byte(`{"type":"NOPE","object":{}}`))
 	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Endpoint","apiVersion":"polycrate.io/v1alpha1","metadata":{"name":"a","managedFields":"x"}}}`))
 	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Endpoint","apiVersion":"polycrate.io/v1alpha1","metadata":{"name":"a"},"code":"x","details":1}}`))
+	// The envelope in another order, twice a key, odd strings.
+	f.Add([]byte(`{"object":{"kind":"Endpoint","apiVersion":"polycrate.io/v1alpha1","metadata":{"name":"a"}},"type":"ADDED"}`))
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Endpoint","apiVersion":"polycrate.io/v1alpha1","metadata":{"name":"a"}},"object":{"kind":"Endpoint","apiVersion":"polycrate.io/v1alpha1","metadata":{"name":"b"}}}`))
+	f.Add([]byte("{\"type\":\"ADDED\",\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Endpoint\",\"apiVersion\":\"polycrate.io/v1alpha1\"," +
+		"\"metadata\":{\"name\":\"a\",\"name\":\"b\",\"labels\":{\"x\":\"1\",\"x\":\"\\ud800\xff\"}}}}"))
+	f.Add([]byte(`{"object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired"},"type":"ERROR"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		theirs := clientGoDecoder(io.NopCloser(bytes.NewReader(data)))
 		ours := newEndpointDecoder(io.NopCloser(bytes.NewReader(data)))
@@ -209,6 +216,8 @@ func FuzzEndpointDecoder(f *testing.F) {
 					t.Fatalf("event %d: client-go %s %#v; one-pass %s %#v (%v)", i, wt, wo, gt, gogot, gerr)
 				}
 				continue
+			case werr == nil && wt == watch.Error && errors.Is(gerr, errErrorAfterObject):
+				return // a second "type", ERROR, after the object (errErrorAfterObject)
 			case werr == nil && wt == watch.Error:
 				if ws, ok := wo.(*metav1.Status); ok {
 					gs, ok := gogot.(*metav1.Status)
