@@ -61,6 +61,19 @@ type EndpointSpec struct {
 	K8sAppName string `json:"k8sAppName,omitempty"`
 }
 
+// The defaults of an Endpoint's spec, as the CRD declares them (the
+// +kubebuilder:default markers above; TestEndpointDefaultsAreTheCRDs holds
+// them equal). Discovery leaves a field at its default out of its apply.
+const (
+	DefaultEndpointPort       = 443
+	DefaultEndpointKind       = "http"
+	DefaultEndpointTLS        = true
+	DefaultEndpointPath       = "/"
+	DefaultEndpointTimeout    = 5
+	DefaultEndpointInterval   = 60
+	DefaultEndpointStatusCode = 200
+)
+
 // EndpointStatus is the API-sync state of an Endpoint.
 type EndpointStatus struct {
 	// Phase: pending, synced or error.

@@ -3,6 +3,7 @@ package crds
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -185,6 +186,35 @@ func TestRenderRoundTrips(t *testing.T) {
 		}
 		if crd.Name != all[i].Object.Name {
 			t.Errorf("document %d is %s, want %s", i, crd.Name, all[i].Object.Name)
+		}
+	}
+}
+
+// Discovery leaves a spec field at its default out of its applies
+// (appliedSpec): the Go constants must be the defaults the CRD declares, or the
+// API server would fill in another value than discovery means.
+func TestEndpointDefaultsAreTheCRDs(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := Lookup(all, "Endpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ep.Object.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties
+	for field, want := range map[string]string{
+		"remotePort":          fmt.Sprint(polycratev1alpha1.DefaultEndpointPort),
+		"kind":                fmt.Sprintf("%q", polycratev1alpha1.DefaultEndpointKind),
+		"tls":                 fmt.Sprint(polycratev1alpha1.DefaultEndpointTLS),
+		"path":                fmt.Sprintf("%q", polycratev1alpha1.DefaultEndpointPath),
+		"timeout":             fmt.Sprint(polycratev1alpha1.DefaultEndpointTimeout),
+		"interval":            fmt.Sprint(polycratev1alpha1.DefaultEndpointInterval),
+		"expectedStatusCodes": fmt.Sprintf("[%d]", polycratev1alpha1.DefaultEndpointStatusCode),
+	} {
+		d := spec[field].Default
+		if d == nil || string(d.Raw) != want {
+			t.Errorf("the CRD's default of spec.%s is %v, the Go constant %s", field, d, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package endpoints_test
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -136,6 +138,37 @@ var _ = Describe("Ingress discovery", func() {
 			}
 			return d.Spec.HTTP.Path
 		}, timeout, poll).Should(Equal("/api/v2/health"))
+	})
+
+	It("leaves the spec's defaults out of its apply, declares what differs, and takes a changed default back", func() {
+		ns := freshNamespace()
+		ing := ingress(ns, "defaults", "nginx", map[string]string{annotations.Monitor: "true"}, "defaults.example.com")
+		Expect(k8s.Create(ctx, ing)).To(Succeed())
+		Eventually(func() string { return getEndpointOrEmpty(ns, "defaults-example-com").Status.APIID }, timeout, poll).ShouldNot(BeEmpty())
+		ep := getEndpoint(ns, "defaults-example-com")
+		// The API server filled in the defaults; the apply declared only the rest.
+		Expect(ep.Spec.Path).To(Equal("/"))
+		Expect(ep.Spec.TLS).To(Equal(ptr.To(true)))
+		Expect(ep.Spec.RemotePort).To(BeEquivalentTo(443))
+		Expect(ep.Spec.Interval).To(BeEquivalentTo(60))
+		Expect(ep.Spec.ExpectedStatusCodes).To(Equal([]int32{200}))
+		Expect(appliedSpecFields(ep)).To(ConsistOf("displayName", "remoteAddress"))
+
+		setAnnotation(ing, annotations.Path, "/healthz")
+		Eventually(func() string { return getEndpointOrEmpty(ns, "defaults-example-com").Spec.Path }, timeout, poll).Should(Equal("/healthz"))
+		Expect(appliedSpecFields(getEndpoint(ns, "defaults-example-com"))).To(ConsistOf("displayName", "remoteAddress", "path"))
+
+		// Back to the default: declared once more, as the cached value differs
+		// (the cache holds no managedFields to tell the operator's own value from
+		// another manager's, which only a declared field takes back).
+		setAnnotation(ing, annotations.Path, "")
+		Eventually(func() string { return getEndpointOrEmpty(ns, "defaults-example-com").Spec.Path }, timeout, poll).Should(Equal("/"))
+
+		// Someone else changes a default: the forced apply declares it and takes it back.
+		other := getEndpoint(ns, "defaults-example-com")
+		Expect(k8s.Patch(ctx, other, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"interval":15}}`)), client.FieldOwner("someone"))).To(Succeed())
+		Eventually(func() int32 { return getEndpointOrEmpty(ns, "defaults-example-com").Spec.Interval }, timeout, poll).Should(BeEquivalentTo(60))
+		Expect(appliedSpecFields(getEndpoint(ns, "defaults-example-com"))).To(ContainElement("interval"))
 	})
 
 	It("annotation mode needs the opt-in; 'false' excludes; auto mode takes the rest — switched live", func() {
@@ -325,4 +358,41 @@ func getEndpointOrEmpty(ns, name string) *v1.Endpoint {
 		ep.Labels = map[string]string{}
 	}
 	return ep
+}
+
+// appliedSpecFields are the spec fields discovery's apply declared (its entry in
+// the Endpoint's managedFields).
+func appliedSpecFields(ep *v1.Endpoint) []string {
+	for _, m := range ep.ManagedFields {
+		if m.Manager != v1.FieldOwner || m.Operation != metav1.ManagedFieldsOperationApply || m.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Spec map[string]any `json:"f:spec"`
+		}
+		ExpectWithOffset(1, json.Unmarshal(m.FieldsV1.Raw, &fields)).To(Succeed())
+		var out []string
+		for k := range fields.Spec {
+			out = append(out, strings.TrimPrefix(k, "f:"))
+		}
+		return out
+	}
+	Fail("no apply of " + v1.FieldOwner + " in the managedFields")
+	return nil
+}
+
+// setAnnotation sets (or, with "", removes) an annotation of an Ingress.
+func setAnnotation(ing *networkingv1.Ingress, key, value string) {
+	EventuallyWithOffset(1, func() error {
+		got := &networkingv1.Ingress{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ing), got); err != nil {
+			return err
+		}
+		if value == "" {
+			delete(got.Annotations, key)
+		} else {
+			got.Annotations[key] = value
+		}
+		return k8s.Update(ctx, got)
+	}, timeout, poll).Should(Succeed())
 }

@@ -460,30 +460,18 @@ func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sour
 	// Read, never changed: the cache's own maps and slices (no deep copy of
 	// every Endpoint of every source pass).
 	have := &v1.Endpoint{}
+	var cached *v1.EndpointSpec
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(want), have, &client.GetOptions{UnsafeDisableDeepCopy: new(true)}); {
 	case err == nil && !have.DeletionTimestamp.IsZero():
 		return false, nil // being removed: declared anew once it is gone (its deletion re-queues the source)
 	case err == nil && upToDate(have, want, sourceLabel):
 		return false, nil
-	case err != nil && !apierrors.IsNotFound(err):
+	case err == nil:
+		cached = &have.Spec
+	case !apierrors.IsNotFound(err):
 		return false, err
 	}
-	spec := want.Spec
-	codes := make([]any, len(spec.ExpectedStatusCodes))
-	for i, code := range spec.ExpectedStatusCodes {
-		codes[i] = int64(code)
-	}
-	us := map[string]any{
-		"displayName": spec.DisplayName, "remoteAddress": spec.RemoteAddress, "remotePort": int64(spec.RemotePort), "kind": spec.Kind,
-		"tls": *spec.TLS, "path": spec.Path, "timeout": int64(spec.Timeout), "interval": int64(spec.Interval),
-		"expectedStatusCodes": codes,
-	}
-	if spec.ExpectedBody != "" {
-		us["expectedBody"] = spec.ExpectedBody
-	}
-	if spec.K8sAppName != "" {
-		us["k8sAppName"] = spec.K8sAppName
-	}
+	us := appliedSpec(&want.Spec, cached)
 	owner := want.OwnerReferences[0]
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": v1.GroupVersion.String(), "kind": "Endpoint",
@@ -505,6 +493,49 @@ func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sour
 	target := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
 	target.SetGroupVersionKind(v1.GroupVersion.WithKind("Endpoint"))
 	return true, c.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(v1.FieldOwner), client.ForceOwnership)
+}
+
+// appliedSpec is the spec an apply declares. A field whose value is the CRD's
+// default (api/v1alpha1: DefaultEndpointPort and the rest) is left out — the
+// API server fills it in — unless the cached Endpoint (nil: none) holds
+// another value there, which the forced apply takes back. Every field an
+// apply declares is a record in the Endpoint's managedFields, stored with it
+// and encoded into each of its watch events: the seven defaults were 7 of the
+// 97 JSON values of an Endpoint the operator wrote, and the API server's
+// encoding of those values is what bounds the list of a restart at scale
+// (docs/performance.md). A field whose cached value is not the default is
+// declared even at the default — the cache holds no managedFields that could
+// tell the operator's own earlier value (which leaving it out would remove, to
+// be defaulted again) from another manager's (which it would not). A field
+// the operator declared before at the default and leaves out now is removed
+// and defaulted again: the same value.
+func appliedSpec(want, cached *v1.EndpointSpec) map[string]any {
+	us := map[string]any{"displayName": want.DisplayName, "remoteAddress": want.RemoteAddress}
+	declare := func(name string, value any, isDefault, cachedDiffers bool) {
+		if !isDefault || (cached != nil && cachedDiffers) {
+			us[name] = value
+		}
+	}
+	declare("remotePort", int64(want.RemotePort), want.RemotePort == v1.DefaultEndpointPort, cached != nil && cached.RemotePort != want.RemotePort)
+	declare("kind", want.Kind, want.Kind == v1.DefaultEndpointKind, cached != nil && cached.Kind != want.Kind)
+	tls := want.TLS == nil || *want.TLS
+	declare("tls", tls, tls == v1.DefaultEndpointTLS, cached != nil && !sameBool(cached.TLS, want.TLS))
+	declare("path", want.Path, want.Path == v1.DefaultEndpointPath, cached != nil && cached.Path != want.Path)
+	declare("timeout", int64(want.Timeout), want.Timeout == v1.DefaultEndpointTimeout, cached != nil && cached.Timeout != want.Timeout)
+	declare("interval", int64(want.Interval), want.Interval == v1.DefaultEndpointInterval, cached != nil && cached.Interval != want.Interval)
+	codes := make([]any, len(want.ExpectedStatusCodes))
+	for i, code := range want.ExpectedStatusCodes {
+		codes[i] = int64(code)
+	}
+	declare("expectedStatusCodes", codes, slices.Equal(want.ExpectedStatusCodes, []int32{v1.DefaultEndpointStatusCode}),
+		cached != nil && !slices.Equal(cached.ExpectedStatusCodes, want.ExpectedStatusCodes))
+	if want.ExpectedBody != "" {
+		us["expectedBody"] = want.ExpectedBody
+	}
+	if want.K8sAppName != "" {
+		us["k8sAppName"] = want.K8sAppName
+	}
+	return us
 }
 
 // upToDate reports whether a cached Endpoint already is what an apply would
