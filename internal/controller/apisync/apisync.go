@@ -505,6 +505,7 @@ func (r *Reconciler[O, P]) Repair(ctx context.Context) {
 	if c == nil || snap == nil {
 		return
 	}
+	listed := time.Now()
 	live, err := r.Kind.Adapter.LiveIDs(ctx, c, snap)
 	if err != nil {
 		r.Log.Info("self-repair list failed; next pass later", "kind", r.Kind.Kind, "error", err.Error())
@@ -515,10 +516,20 @@ func (r *Reconciler[O, P]) Repair(ctx context.Context) {
 		return
 	}
 	for _, o := range objs {
-		id := o.(O).SyncState().APIID
-		if id != "" && !live[id] && o.GetDeletionTimestamp().IsZero() {
-			r.missing.Store(id, true)
+		st := o.(O).SyncState()
+		if st.APIID != "" && !live[st.APIID] && o.GetDeletionTimestamp().IsZero() && writtenBefore(st, listed) {
+			r.missing.Store(st.APIID, true)
 			r.waker.Wake(ctx, o)
 		}
 	}
+}
+
+// writtenBefore says whether the object's last API write was before the
+// repair's listing began. One written since (a create while the listing paged
+// through tens of thousands of objects, as in a first convergence at scale)
+// may be missing from the listing without being missing from the API: it is
+// judged by the next pass, not woken to GET it now. LastSyncedAt is stored to
+// the second, so the second the listing began counts as after it.
+func writtenBefore(st v1.SyncState, listed time.Time) bool {
+	return st.LastSyncedAt == nil || st.LastSyncedAt.Time.Before(listed.Truncate(time.Second))
 }

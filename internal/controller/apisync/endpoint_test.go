@@ -118,6 +118,10 @@ var _ = Describe("Endpoint sync", func() {
 		Expect(k8s.Create(ctx, endpoint(ns, "repair.example.com"))).To(Succeed())
 		old := synced(ns, "repair-example-com")
 		Expect(apiClient().Endpoints().Delete(ctx, old.Status.APIID)).To(Succeed())
+		// Synced a minute before the pass's listing (a pass leaves what was
+		// written since its listing began to the next pass).
+		old.Status.LastSyncedAt = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+		Expect(k8s.Status().Update(ctx, old)).To(Succeed())
 
 		reads := api.Counters()["endpoints"].ByMethod["GET"]
 		op.Syncs["Endpoint"].Repair(ctx)

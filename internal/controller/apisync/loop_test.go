@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,7 +41,8 @@ type fakeAPI struct {
 	// Knobs: the next create/update answers this error (then it is cleared), the
 	// payload fails with this error.
 	createErr, updateErr error
-	conflictCommits      bool // a 409 on create after committing it (a retried create)
+	conflictCommits      bool   // a 409 on create after committing it (a retried create)
+	afterList            func() // runs once, after the next LiveIDs took its snapshot
 	payloadErr           error
 }
 
@@ -118,6 +120,10 @@ func (f *fakeAPI) LiveIDs(context.Context, *polycrate.Client, *liveconfig.Snapsh
 	out := map[string]bool{}
 	for id := range f.objects {
 		out[id] = true
+	}
+	if hook := f.afterList; hook != nil {
+		f.afterList = nil
+		hook()
 	}
 	return out, nil
 }
@@ -287,16 +293,48 @@ func TestLoopRepairsAnObjectDeletedInTheAPI(t *testing.T) {
 	ep := l.create("ns", "a.example.com")
 	_, _, got := l.reconcile(ep)
 	delete(l.api.objects, got.Status.APIID)
+	backdate(t, l, got)
+	// An object synced while the listing paged is not in the listing, and not
+	// missing: the pass must not wake it.
+	l.api.afterList = func() { l.reconcile(l.create("ns", "during-the-list.example.com")) }
 	l.r.Repair(context.Background())
 	if l.r.waker.Queued() != 1 {
-		t.Fatalf("the repair pass woke %d objects", l.r.waker.Queued())
+		t.Fatalf("the repair pass woke %d objects, want the one deleted in the API", l.r.waker.Queued())
 	}
 	_, err, again := l.reconcile(ep)
-	if err != nil || again.Status.APIID == got.Status.APIID || again.Status.APIID == "" || len(l.api.objects) != 1 {
+	if err != nil || again.Status.APIID == got.Status.APIID || again.Status.APIID == "" || len(l.api.objects) != 2 {
 		t.Fatalf("recreate: %v %+v", err, again.Status)
 	}
 	if !hasEventWith(l.events(), v1.ReasonRecreated) {
 		t.Fatal("no Recreated event")
+	}
+}
+
+// backdate moves an object's last API write a minute back: synced before a
+// repair pass's listing began.
+func backdate(t *testing.T, l *loop, ep *v1.Endpoint) {
+	t.Helper()
+	ep.Status.LastSyncedAt = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	if err := l.c.Status().Update(context.Background(), ep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWrittenBefore(t *testing.T) {
+	listed := time.Date(2026, 12, 3, 7, 0, 0, 400_000_000, time.UTC)
+	for _, c := range []struct {
+		at   *metav1.Time
+		want bool
+	}{
+		{nil, true},
+		{&metav1.Time{Time: listed.Add(-time.Minute)}, true},
+		{&metav1.Time{Time: listed.Add(-time.Second)}, true},
+		{&metav1.Time{Time: listed.Truncate(time.Second)}, false}, // the same second, stored without its fraction
+		{&metav1.Time{Time: listed.Add(time.Second)}, false},
+	} {
+		if got := writtenBefore(v1.SyncState{LastSyncedAt: c.at}, listed); got != c.want {
+			t.Errorf("last synced %v, listing at %v: writtenBefore = %v", c.at, listed, got)
+		}
 	}
 }
 
