@@ -94,7 +94,7 @@ func NewStatusPatcher(c client.Client, obj client.Object) *StatusPatcher {
 
 // statusCopy is what a StatusPatcher compares with: a deep copy of the
 // object's Status field — all a status patch can carry; copying the whole
-// object was a seventh of an unchanged Endpoint's sync (40,000 of them on a
+// object was an eighth of an unchanged Endpoint's sync (40,000 of them on a
 // restart at scale) — or, for a kind without one, of the whole object.
 type statusCopy struct {
 	status reflect.Value // the copied Status
