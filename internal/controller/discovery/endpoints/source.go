@@ -512,7 +512,7 @@ func applyEndpoint(ctx context.Context, c client.Client, src client.Object, sour
 func appliedSpec(want, cached *v1.EndpointSpec) map[string]any {
 	us := map[string]any{"displayName": want.DisplayName, "remoteAddress": want.RemoteAddress}
 	declare := func(name string, value any, isDefault, cachedDiffers bool) {
-		if !isDefault || (cached != nil && cachedDiffers) {
+		if !isDefault || cachedDiffers {
 			us[name] = value
 		}
 	}
