@@ -1,9 +1,11 @@
 package emulator
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,14 +93,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p principal, res *
 		candidates = func() []*Object { return s.store.WithName(res.Name, v[0]) }
 	}
 	var items []*Object
+	filters, search, archivedToo := filtersOf(res, q), strings.ToLower(q.Get("search")), q.Get("archived") == "true"
 	for _, o := range candidates() {
 		if o.DeletedAt != nil || !p.sees(res, o) {
 			continue
 		}
-		if archived, _ := o.Data["archived"].(bool); archived && q.Get("archived") != "true" {
+		if archived, _ := o.Data["archived"].(bool); archived && !archivedToo {
 			continue
 		}
-		if s.matches(res, o, q) {
+		if s.matches(res, o, filters, search) {
 			items = append(items, o)
 		}
 	}
@@ -164,33 +167,48 @@ func (s *Server) paginate(w http.ResponseWriter, r *http.Request, items []*Objec
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(items), "next": next, "previous": prev, "results": results})
 }
 
-// matches applies the resource's list filters; unknown parameters are ignored, as
-// the real service does.
-func (s *Server) matches(res *Resource, o *Object, q url.Values) bool {
-	var rendered map[string]any
+// filter is one list filter a request sets: the field it reads and the values
+// it accepts.
+type filter struct {
+	param, field string
+	want         []string
+}
+
+// filtersOf are the resource's list filters the query sets, read once per
+// request rather than per object; unknown parameters are ignored, as the real
+// service does.
+func filtersOf(res *Resource, q url.Values) []filter {
+	var out []filter
 	for param, field := range res.Filters {
-		want, ok := q[param]
-		if !ok || len(want) == 0 {
-			continue
+		if want := q[param]; len(want) > 0 {
+			out = append(out, filter{param, field, want})
 		}
+	}
+	return out
+}
+
+// matches applies the request's filters and its search term.
+func (s *Server) matches(res *Resource, o *Object, filters []filter, search string) bool {
+	var rendered map[string]any
+	for _, f := range filters {
 		var have any
 		var found bool
-		if v, ok := lookupPath(o.Data, field); ok {
+		if v, ok := lookupPath(o.Data, f.field); ok {
 			have, found = v, true
 		} else {
 			if rendered == nil {
 				rendered = s.render(res, o)
 			}
-			have, found = lookupPath(rendered, field)
+			have, found = lookupPath(rendered, f.field)
 		}
 		hv := ""
 		if found && have != nil {
 			hv = scalarString(have)
 		}
 		matched := false
-		for _, wv := range want {
+		for _, wv := range f.want {
 			switch {
-			case param == "name":
+			case f.param == "name":
 				matched = matched || strings.Contains(strings.ToLower(hv), strings.ToLower(wv))
 			default:
 				matched = matched || hv == wv
@@ -200,10 +218,10 @@ func (s *Server) matches(res *Resource, o *Object, q url.Values) bool {
 			return false
 		}
 	}
-	if term := strings.ToLower(q.Get("search")); term != "" {
+	if search != "" {
 		name, _ := o.Data["name"].(string)
 		dn, _ := o.Data["display_name"].(string)
-		if !strings.Contains(strings.ToLower(name), term) && !strings.Contains(strings.ToLower(dn), term) {
+		if !strings.Contains(strings.ToLower(name), search) && !strings.Contains(strings.ToLower(dn), search) {
 			return false
 		}
 	}
@@ -212,7 +230,7 @@ func (s *Server) matches(res *Resource, o *Object, q url.Values) bool {
 
 func lookupPath(m map[string]any, path string) (any, bool) {
 	cur := any(m)
-	for _, part := range strings.Split(path, ".") {
+	for part := range strings.SplitSeq(path, ".") {
 		mm, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
@@ -248,13 +266,19 @@ func (s *Server) order(items []*Object, ordering string) {
 	}
 	desc := strings.HasPrefix(ordering, "-")
 	field := strings.TrimPrefix(ordering, "-")
-	sort.SliceStable(items, func(i, j int) bool {
-		var c int
-		if field == "created_at" || field == "id" {
-			c = int(items[i].Seq - items[j].Seq)
-		} else {
-			c = strings.Compare(scalarString(items[i].Data[field]), scalarString(items[j].Data[field]))
+	if field == "created_at" || field == "id" {
+		// The store lists in creation order: a reversal, not a sort of every
+		// object on every page.
+		if !slices.IsSortedFunc(items, func(a, b *Object) int { return cmp.Compare(a.Seq, b.Seq) }) {
+			slices.SortStableFunc(items, func(a, b *Object) int { return cmp.Compare(a.Seq, b.Seq) })
 		}
+		if desc {
+			slices.Reverse(items)
+		}
+		return
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		c := strings.Compare(scalarString(items[i].Data[field]), scalarString(items[j].Data[field]))
 		if desc {
 			return c > 0
 		}
