@@ -40,12 +40,26 @@ func (s *SyncStatus) SetSync(st SyncState) {
 
 // SyncState reads the Endpoint's camelCase status.
 func (e *Endpoint) SyncState() SyncState {
-	s := e.Status
-	phase := s.Phase
-	if phase != "" {
-		phase = strings.ToUpper(phase[:1]) + phase[1:]
+	s := &e.Status
+	return SyncState{Phase: upperPhase(s.Phase), APIID: s.APIID, ConfigHash: s.ConfigHash, LastSyncedAt: s.LastSyncedAt, Message: s.Message}
+}
+
+// upperPhase is an Endpoint's phase with its first letter in upper case. The
+// kit's three phases come without an allocation: the phase metric and the
+// indexes read every cached Endpoint's state (40,000 concatenations per
+// scrape before).
+func upperPhase(p string) string {
+	switch p {
+	case "":
+		return ""
+	case "synced":
+		return PhaseSynced
+	case "pending":
+		return PhasePending
+	case "error":
+		return PhaseError
 	}
-	return SyncState{Phase: phase, APIID: s.APIID, ConfigHash: s.ConfigHash, LastSyncedAt: s.LastSyncedAt, Message: s.Message}
+	return strings.ToUpper(p[:1]) + p[1:]
 }
 
 // SetSyncState writes it; status.k8sAppName mirrors the claim it was synced with.
