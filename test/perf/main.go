@@ -186,10 +186,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "perf: -stop-after %q: one of convergence, restart, memory, propagation\n", c.stopAfter)
 		os.Exit(2)
 	}
+	stopProfile := func() {}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
-			defer pprof.StopCPUProfile()
+			// Stopped before the exit below (a deferred stop never runs past os.Exit).
+			stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
 		}
 	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
@@ -241,6 +243,7 @@ func main() {
 	if werr := os.WriteFile(filepath.Join(c.out, "results.txt"), []byte(table.String()), 0o644); werr != nil {
 		fmt.Fprintln(os.Stderr, "perf:", werr)
 	}
+	stopProfile()
 	os.Exit(rep.Exit)
 }
 
