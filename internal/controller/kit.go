@@ -101,23 +101,29 @@ type statusCopy struct {
 	whole  client.Object
 }
 
-// statusDeepCopy caches, per Status type, the index of its generated DeepCopy
-// method on the pointer (-1: none).
+// statusDeepCopy caches, per Status pointer type, its generated DeepCopy
+// method's function (an invalid Value: none).
 var statusDeepCopy sync.Map
 
 func copyStatus(obj client.Object) statusCopy {
 	if st := statusOf(obj); st.IsValid() && st.CanAddr() {
 		ptr := st.Addr()
-		idx, ok := statusDeepCopy.Load(st.Type())
+		fn, ok := statusDeepCopy.Load(ptr.Type())
 		if !ok {
-			idx = -1
+			// Looked up by a constant name, and called as a function: a method
+			// taken by index (Value.Method) makes the linker keep every exported
+			// method of every type in the binary — 60 → 100 MB, and 18 MiB more
+			// file-backed RSS (the e2e spec "is built without methods it never
+			// calls").
+			var f reflect.Value
 			if m, found := ptr.Type().MethodByName("DeepCopy"); found && m.Type.NumIn() == 1 && m.Type.NumOut() == 1 && m.Type.Out(0) == ptr.Type() {
-				idx = m.Index
+				f = m.Func
 			}
-			statusDeepCopy.Store(st.Type(), idx)
+			statusDeepCopy.Store(ptr.Type(), f)
+			fn = f
 		}
-		if i := idx.(int); i >= 0 {
-			return statusCopy{status: ptr.Method(i).Call(nil)[0].Elem()}
+		if f := fn.(reflect.Value); f.IsValid() {
+			return statusCopy{status: f.Call([]reflect.Value{ptr})[0].Elem()}
 		}
 	}
 	return statusCopy{whole: obj.DeepCopyObject().(client.Object)}
