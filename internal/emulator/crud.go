@@ -269,8 +269,9 @@ func (s *Server) order(items []*Object, ordering string) {
 	if field == "created_at" || field == "id" {
 		// The store lists in creation order: a reversal, not a sort of every
 		// object on every page.
-		if !slices.IsSortedFunc(items, func(a, b *Object) int { return cmp.Compare(a.Seq, b.Seq) }) {
-			slices.SortStableFunc(items, func(a, b *Object) int { return cmp.Compare(a.Seq, b.Seq) })
+		bySeq := func(a, b *Object) int { return cmp.Compare(a.Seq, b.Seq) }
+		if !slices.IsSortedFunc(items, bySeq) {
+			slices.SortStableFunc(items, bySeq)
 		}
 		if desc {
 			slices.Reverse(items)

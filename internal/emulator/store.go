@@ -73,7 +73,8 @@ type Store struct {
 	byName map[string]map[string]bool // resource + "\x00" + name → ids
 	// order lists each resource's ids in creation (Seq) order, so List needs no
 	// sort: a new object's id is appended when it is numbered. Ids removed from
-	// objs stay until List finds the order stale and rebuilds it (orderOf).
+	// objs stay until List finds the order inexact (inOrder) and rebuilds it
+	// (rebuildOrder).
 	order map[string][]string
 }
 
