@@ -235,13 +235,15 @@ func (s *configScope) all(cfg *liveconfig.Store) bool {
 	return changed || (first && cfg.WaitedBeforeLoad())
 }
 
-// WakeOnRecovery enqueues, each time the API connection's circuit breaker
-// closes, the objects list returns whose Ready condition says they wait for the
-// API (parked by the open breaker, or backing off after a transient failure):
-// they converge at once instead of after their recheck or backoff.
+// WakeOnRecovery enqueues, each time the API recovers — its circuit breaker
+// closes, or writes (or reads) that failed for a while are served again while it
+// stayed closed (polycrate.Breaker.Recovered) — the objects list returns whose
+// Ready condition says they wait for the API (parked by the open breaker, or
+// backing off after a transient failure): they converge at once instead of
+// after their recheck or backoff.
 func (w *Waker) WakeOnRecovery(mgr manager.Manager, conn *polycrate.Connection, list func(context.Context) ([]client.Object, error)) error {
 	b := conn.Breaker()
-	return OnSignal(mgr, b.Subscribe(), func(ctx context.Context) {
+	return OnSignal(mgr, b.Recovered(), func(ctx context.Context) {
 		if b.State().Open {
 			return
 		}

@@ -63,6 +63,12 @@ type Breaker struct {
 	probing   bool          // a probe is in flight
 	heldBack  int64         // requests refused during this opening
 	subs      []chan struct{}
+	// failingSince is, per kind of request (a resource's reads or its writes:
+	// requestKind), when its current streak of failures began; a kind whose
+	// last request was served has no entry. A brownout may fail only the writes
+	// (or one resource's) while the other answers keep the breaker closed.
+	failingSince map[string]time.Time
+	recoveries   []chan struct{}
 }
 
 // NewBreaker returns a closed breaker.
@@ -137,6 +143,24 @@ func (b *Breaker) Subscribe() <-chan struct{} {
 	return ch
 }
 
+// Recovered returns a channel that receives a value each time requests that
+// failed are served again (coalesced like Subscribe's): when the breaker closes,
+// and when a kind of request — one resource's reads, or its writes — is served
+// after failing for at least ProbeMin while the breaker stayed closed. A brownout that fails only
+// the writes keeps the breaker closed (the reads are answered, and each answer
+// resets the count), so its end is no transition; without this signal the
+// objects whose writes failed would wait out their backoff (up to a minute)
+// after the API recovered. At most one signal per streak, and a streak lasts at
+// least ProbeMin: a flapping API is not answered with a burst of retries more
+// often than once per ProbeMin.
+func (b *Breaker) Recovered() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.recoveries = append(b.recoveries, ch)
+	b.mu.Unlock()
+	return ch
+}
+
 // allow is asked before each request: nil lets it go (probe: it is the one probe
 // of an open breaker, and must be answered with done), else the error to return.
 func (b *Breaker) allow() (probe bool, err error) {
@@ -169,8 +193,18 @@ const (
 	abandoned
 )
 
-// done records a request's outcome; retryAfter is what a 429/503 asked for.
-func (b *Breaker) done(probe bool, o outcome, retryAfter time.Duration, cause string) {
+// requestKind names a kind of request whose failures are followed apart
+// (failingSince): a resource's writes (any method but GET and HEAD) or its reads.
+func requestKind(resource string, write bool) string {
+	if write {
+		return resource + " writes"
+	}
+	return resource + " reads"
+}
+
+// done records a request's outcome; kind is its requestKind, retryAfter what a
+// 429/503 asked for.
+func (b *Breaker) done(probe bool, kind string, o outcome, retryAfter time.Duration, cause string) {
 	if b == nil {
 		return
 	}
@@ -178,11 +212,19 @@ func (b *Breaker) done(probe bool, o outcome, retryAfter time.Duration, cause st
 	if probe {
 		b.probing = false
 	}
-	var notify bool
+	var notify, recovered bool
 	switch o {
 	case abandoned:
 	case served:
 		b.failures = 0
+		if since, ok := b.failingSince[kind]; ok {
+			delete(b.failingSince, kind)
+			if !b.open && b.opts.Now().Sub(since) >= b.opts.ProbeMin {
+				recovered = true
+				b.opts.Log.Info("Polycrate API serves again what failed while the circuit stayed closed", "requests", kind,
+					"failingFor", b.opts.Now().Sub(since).Round(time.Millisecond).String())
+			}
+		}
 		if b.open {
 			held, openFor := b.heldBack, b.opts.Now().Sub(b.since)
 			b.open, b.heldBack, b.openedBy = false, 0, ""
@@ -195,6 +237,12 @@ func (b *Breaker) done(probe bool, o outcome, retryAfter time.Duration, cause st
 	case failed:
 		b.failures++
 		now := b.opts.Now()
+		if _, ok := b.failingSince[kind]; !ok {
+			if b.failingSince == nil {
+				b.failingSince = map[string]time.Time{}
+			}
+			b.failingSince[kind] = now
+		}
 		switch {
 		case !b.open && b.failures >= b.opts.Threshold:
 			b.open, b.since, b.openedBy, b.wait = true, now, cause, b.opts.ProbeMin
@@ -217,8 +265,16 @@ func (b *Breaker) done(probe bool, o outcome, retryAfter time.Duration, cause st
 	if notify {
 		subs = append(subs, b.subs...)
 	}
+	if recovered || (notify && !b.open) {
+		subs = append(subs, b.recoveries...)
+	}
 	b.mu.Unlock()
-	for _, ch := range subs {
+	signal(subs)
+}
+
+// signal sends each channel a value unless one is waiting already.
+func signal(chs []chan struct{}) {
+	for _, ch := range chs {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -239,16 +295,12 @@ func (b *Breaker) Reset() {
 	b.mu.Lock()
 	wasOpen := b.open
 	b.failures, b.open, b.probing, b.heldBack, b.openedBy = 0, false, false, 0, ""
-	subs := append([]chan struct{}{}, b.subs...)
+	clear(b.failingSince)
+	subs := append(append([]chan struct{}{}, b.subs...), b.recoveries...)
 	b.mu.Unlock()
 	b.opts.Metrics.breakerState(false)
 	if wasOpen {
-		for _, ch := range subs {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
+		signal(subs)
 	}
 }
 

@@ -19,14 +19,25 @@ import (
 
 // flaky is an API whose answer the test sets; it counts what reaches it.
 type flaky struct {
-	status     atomic.Int32 // 0: 200 with an empty page
-	retryAfter atomic.Int32
-	hits       atomic.Int64
+	status      atomic.Int32 // 0: 200 with an empty page (204 for a DELETE)
+	writeStatus atomic.Int32 // the answer to writes of hosts when not 0 (else status's; 200 serves)
+	retryAfter  atomic.Int32
+	hits        atomic.Int64
 }
 
-func (f *flaky) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.hits.Add(1)
 	s := int(f.status.Load())
+	if ws := int(f.writeStatus.Load()); ws != 0 && r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/api/v1/hosts/") {
+		s = ws
+	}
+	if s == http.StatusOK {
+		s = 0
+	}
+	if s == 0 && r.Method == http.MethodDelete {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if s == 0 {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"count":0,"next":null,"previous":null,"results":[]}`))
@@ -277,13 +288,13 @@ func TestBreakerProbeRunner(t *testing.T) {
 				return
 			}
 			if pings.Add(1) < 3 {
-				b.done(probe, failed, 0, "down")
+				b.done(probe, "pops reads", failed, 0, "down")
 			} else {
-				b.done(probe, served, 0, "")
+				b.done(probe, "pops reads", served, 0, "")
 			}
 		})
 	}()
-	b.done(false, failed, 0, "down")
+	b.done(false, "pops reads", failed, 0, "down")
 	deadline := time.Now().Add(10 * time.Second)
 	for b.State().Open && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -333,5 +344,114 @@ func TestFenceRefusesBeforeAnyByteIsSent(t *testing.T) {
 	fenced.Store(false)
 	if err := list(c); err != nil {
 		t.Fatalf("after the fence lifted: %v", err)
+	}
+}
+
+// A brownout that fails only the writes: the reads are answered, so the breaker
+// stays closed and its end is no transition. Recovered still says when the
+// writes are served again — once per streak, and only after one of ProbeMin.
+func TestBreakerSignalsWritesServedAgain(t *testing.T) {
+	api, c, b, clk := breakerEnv(t, BreakerOptions{Threshold: 3})
+	recovered, transitions := b.Recovered(), b.Subscribe()
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-recovered:
+			t.Fatalf("a recovery signal %s", what)
+		default:
+		}
+	}
+	write := func() error { return c.Hosts().Delete(context.Background(), "h1") }
+
+	api.writeStatus.Store(503)
+	for i := 0; i < 12; i++ { // a failing write, then an answered read: never 3 failures in a row
+		if err := write(); !IsServerError(err) {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if err := list(c); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		// Another resource's writes are served: they say nothing of the hosts'.
+		if err := c.Endpoints().Delete(context.Background(), "e1"); err != nil {
+			t.Fatalf("another resource's write %d: %v", i, err)
+		}
+		clk.add(time.Second)
+	}
+	if b.State().Open {
+		t.Fatal("opened though every other request was answered")
+	}
+	quiet("while the writes fail")
+	api.writeStatus.Store(0)
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-recovered:
+	default:
+		t.Fatal("no recovery signal when the writes were served again after 11 s of failures")
+	}
+	select {
+	case <-transitions:
+		t.Fatal("a transition signal without a transition")
+	default:
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	quiet("for a second served write: one per streak")
+
+	// A short streak (a blip under ProbeMin) wakes nothing.
+	api.writeStatus.Store(503)
+	_ = write()
+	clk.add(4 * time.Second)
+	api.writeStatus.Store(0)
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	quiet("after a blip of 4 s")
+
+	// Reads that fail while the writes are answered are followed apart.
+	api.writeStatus.Store(http.StatusOK)
+	api.status.Store(502)
+	_ = list(c)
+	clk.add(6 * time.Second)
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	quiet("for a served write while the reads fail")
+	api.status.Store(0)
+	if err := list(c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-recovered:
+	default:
+		t.Fatal("no recovery signal when the reads were served again")
+	}
+}
+
+// The breaker's closing is a recovery too; its opening is not.
+func TestBreakerClosingSignalsRecovery(t *testing.T) {
+	api, c, b, clk := breakerEnv(t, BreakerOptions{Threshold: 2})
+	recovered := b.Recovered()
+	api.status.Store(503)
+	_, _ = list(c), list(c)
+	if !b.State().Open {
+		t.Fatal("not open")
+	}
+	select {
+	case <-recovered:
+		t.Fatal("the opening signalled a recovery")
+	default:
+	}
+	api.status.Store(0)
+	clk.add(time.Minute)
+	if err := list(c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-recovered:
+	default:
+		t.Fatal("no recovery signal when the breaker closed")
 	}
 }

@@ -94,6 +94,37 @@ var _ = Describe("Sync under faults", func() {
 		}
 	})
 
+	It("syncs an Endpoint whose writes failed as soon as writes are served again, though the answered reads kept the breaker closed (a write-only brownout)", func() {
+		ns := freshNamespace()
+		Expect(k8s.Create(ctx, endpoint(ns, "brownout.example.com"))).To(Succeed())
+		ep := synced(ns, "brownout-example-com")
+		puts := func() int { return api.Counters()["endpoints"].ByMethod[http.MethodPut] }
+		before := puts()
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/*", Method: "WRITE", Status: 503})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		ep.Spec.Path = "/changed-in-the-brownout"
+		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		// The update fails, and again after its 5 s backoff: its next try is 10 s
+		// away. Each try's GET was answered, so the breaker never opened.
+		Eventually(puts, timeout, poll).Should(BeNumerically(">=", before+2))
+		Expect(readyReason(ns, ep.Name)).To(Equal(v1.ReasonAPIUnavailable))
+		Expect(op.Conn.Breaker().State().Open).To(BeFalse())
+		Expect(api.SetFaults()).To(Succeed())
+		// Another object's write is the first served one: it ends the streak of
+		// failing writes, and the waiting Endpoint is woken instead of waiting out
+		// its backoff.
+		Expect(k8s.Create(ctx, endpoint(ns, "after-the-brownout.example.com"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &v1.Endpoint{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.Phase).To(Equal("synced"))
+		}, 6*time.Second, poll).Should(Succeed(), "the Endpoint waited out its backoff")
+		e, err := apiClient().Endpoints().Get(ctx, ep.Status.APIID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(e.Spec.HTTP.Path).To(Equal("/changed-in-the-brownout"))
+	})
+
 	It("deletes the API object of a CR whose id never reached its status (a crash after the create), found by its natural key", func() {
 		ns := freshNamespace()
 		host := "crashed.example.com"
