@@ -67,7 +67,7 @@ type Breaker struct {
 	// requestKind), when its current streak of failures began; a kind whose
 	// last request was served has no entry. A brownout may fail only the writes
 	// (or one resource's) while the other answers keep the breaker closed.
-	failingSince map[string]time.Time
+	failingSince map[requestKind]time.Time
 	recoveries   []chan struct{}
 }
 
@@ -144,15 +144,15 @@ func (b *Breaker) Subscribe() <-chan struct{} {
 }
 
 // Recovered returns a channel that receives a value each time requests that
-// failed are served again (coalesced like Subscribe's): when the breaker closes,
-// and when a kind of request — one resource's reads, or its writes — is served
-// after failing for at least ProbeMin while the breaker stayed closed. A brownout that fails only
-// the writes keeps the breaker closed (the reads are answered, and each answer
-// resets the count), so its end is no transition; without this signal the
-// objects whose writes failed would wait out their backoff (up to a minute)
-// after the API recovered. At most one signal per streak, and a streak lasts at
-// least ProbeMin: a flapping API is not answered with a burst of retries more
-// often than once per ProbeMin.
+// failed are served again (coalesced like Subscribe's): when the breaker
+// closes, and when a kind of request — one resource's reads, or its writes —
+// is served after failing for at least ProbeMin while the breaker stayed
+// closed. A brownout that fails only the writes keeps the breaker closed (the
+// reads are answered, and each answer resets the count), so its end is no
+// transition; without this signal the objects whose writes failed would wait
+// out their backoff (up to a minute) after the API recovered. At most one
+// signal per streak of a kind, and a streak lasts at least ProbeMin: a
+// flapping API is not answered with a burst of retries more often than that.
 func (b *Breaker) Recovered() <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	b.mu.Lock()
@@ -193,18 +193,22 @@ const (
 	abandoned
 )
 
-// requestKind names a kind of request whose failures are followed apart
+// requestKind is a kind of request whose failures are followed apart
 // (failingSince): a resource's writes (any method but GET and HEAD) or its reads.
-func requestKind(resource string, write bool) string {
-	if write {
-		return resource + " writes"
-	}
-	return resource + " reads"
+type requestKind struct {
+	resource string
+	write    bool
 }
 
-// done records a request's outcome; kind is its requestKind, retryAfter what a
-// 429/503 asked for.
-func (b *Breaker) done(probe bool, kind string, o outcome, retryAfter time.Duration, cause string) {
+func (k requestKind) String() string {
+	if k.write {
+		return k.resource + " writes"
+	}
+	return k.resource + " reads"
+}
+
+// done records a request's outcome; retryAfter is what a 429/503 asked for.
+func (b *Breaker) done(probe bool, kind requestKind, o outcome, retryAfter time.Duration, cause string) {
 	if b == nil {
 		return
 	}
@@ -221,7 +225,7 @@ func (b *Breaker) done(probe bool, kind string, o outcome, retryAfter time.Durat
 			delete(b.failingSince, kind)
 			if !b.open && b.opts.Now().Sub(since) >= b.opts.ProbeMin {
 				recovered = true
-				b.opts.Log.Info("Polycrate API serves again what failed while the circuit stayed closed", "requests", kind,
+				b.opts.Log.Info("Polycrate API serves again what failed while the circuit stayed closed", "requests", kind.String(),
 					"failingFor", b.opts.Now().Sub(since).Round(time.Millisecond).String())
 			}
 		}
@@ -239,7 +243,7 @@ func (b *Breaker) done(probe bool, kind string, o outcome, retryAfter time.Durat
 		now := b.opts.Now()
 		if _, ok := b.failingSince[kind]; !ok {
 			if b.failingSince == nil {
-				b.failingSince = map[string]time.Time{}
+				b.failingSince = map[requestKind]time.Time{}
 			}
 			b.failingSince[kind] = now
 		}

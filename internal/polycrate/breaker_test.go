@@ -288,13 +288,13 @@ func TestBreakerProbeRunner(t *testing.T) {
 				return
 			}
 			if pings.Add(1) < 3 {
-				b.done(probe, "pops reads", failed, 0, "down")
+				b.done(probe, requestKind{resource: "pops"}, failed, 0, "down")
 			} else {
-				b.done(probe, "pops reads", served, 0, "")
+				b.done(probe, requestKind{resource: "pops"}, served, 0, "")
 			}
 		})
 	}()
-	b.done(false, "pops reads", failed, 0, "down")
+	b.done(false, requestKind{resource: "pops"}, failed, 0, "down")
 	deadline := time.Now().Add(10 * time.Second)
 	for b.State().Open && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -212,7 +212,7 @@ func (c *Client) do(ctx context.Context, cl call) ([]byte, error) {
 			return nil, held
 		}
 		body, err := c.once(ctx, cl, payload)
-		c.opts.Breaker.done(probe, requestKind(cl.resource, !idempotent), breakerOutcome(ctx, err), RetryAfter(err), failureCause(cl, err))
+		c.opts.Breaker.done(probe, requestKind{resource: cl.resource, write: !idempotent}, breakerOutcome(ctx, err), RetryAfter(err), failureCause(cl, err))
 		if err == nil {
 			return body, nil
 		}
