@@ -135,13 +135,7 @@ func (b *Breaker) State() BreakerState {
 
 // Subscribe returns a channel that receives a value after each transition
 // (coalesced: a slow reader sees one value for several). Read State then.
-func (b *Breaker) Subscribe() <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	b.subs = append(b.subs, ch)
-	b.mu.Unlock()
-	return ch
-}
+func (b *Breaker) Subscribe() <-chan struct{} { return b.subscribe(&b.subs) }
 
 // Recovered returns a channel that receives a value each time requests that
 // failed are served again (coalesced like Subscribe's): when the breaker
@@ -153,10 +147,13 @@ func (b *Breaker) Subscribe() <-chan struct{} {
 // out their backoff (up to a minute) after the API recovered. At most one
 // signal per streak of a kind, and a streak lasts at least ProbeMin: a
 // flapping API is not answered with a burst of retries more often than that.
-func (b *Breaker) Recovered() <-chan struct{} {
+func (b *Breaker) Recovered() <-chan struct{} { return b.subscribe(&b.recoveries) }
+
+// subscribe adds a channel to one of the breaker's lists of subscribers.
+func (b *Breaker) subscribe(list *[]chan struct{}) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	b.mu.Lock()
-	b.recoveries = append(b.recoveries, ch)
+	*list = append(*list, ch)
 	b.mu.Unlock()
 	return ch
 }
