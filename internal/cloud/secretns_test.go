@@ -92,9 +92,12 @@ action:
 			g.Expect(c.Message).To(ContainSubstring("rbac.secretNamespaces"))
 		}, timeout, poll).Should(Succeed())
 		Expect(api.Live("s3/buckets")).To(Equal(before), "a bucket was created whose credentials cannot be written")
-		events := &corev1.EventList{}
-		Expect(k8s.List(ctx, events, client.InNamespace("team-elsewhere"))).To(Succeed())
-		Expect(events.Items).To(ContainElement(HaveField("Reason", v1.ReasonSecretNamespaceNotGranted)))
+		// The event is written by the recorder's broadcaster, after the condition.
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace("team-elsewhere"))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(HaveField("Reason", v1.ReasonSecretNamespaceNotGranted)))
+		}, timeout, poll).Should(Succeed())
 
 		// Deleting it needs no Secret right there either.
 		Expect(k8s.Delete(ctx, refused)).To(Succeed())
