@@ -122,6 +122,13 @@ var _ = Describe("Endpoint sync", func() {
 		// written since its listing began to the next pass).
 		old.Status.LastSyncedAt = &metav1.Time{Time: time.Now().Add(-time.Minute)}
 		Expect(k8s.Status().Update(ctx, old)).To(Succeed())
+		// The pass reads the CRs from the operator's cache: it must hold the update.
+		Eventually(func(g Gomega) {
+			cached := &v1.Endpoint{}
+			g.Expect(op.Servers.Reader.Get(ctx, client.ObjectKeyFromObject(old), cached)).To(Succeed())
+			g.Expect(cached.Status.LastSyncedAt).NotTo(BeNil())
+			g.Expect(cached.Status.LastSyncedAt.Equal(old.Status.LastSyncedAt)).To(BeTrue())
+		}, timeout, poll).Should(Succeed())
 
 		reads := api.Counters()["endpoints"].ByMethod["GET"]
 		op.Syncs["Endpoint"].Repair(ctx)
