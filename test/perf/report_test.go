@@ -8,7 +8,7 @@ import (
 
 func tier(ingresses int, phases ...Phase) *Results {
 	return &Results{Ingresses: ingresses, Endpoints: 2 * ingresses, Phases: phases,
-		CeilingSeconds: 80, CeilingWrites: 30000, ConvergenceSeconds: 88, ConvergenceRatio: 1.1,
+		CeilingSeconds: 78, CeilingAfterSeconds: 82, CeilingReferenceSeconds: 80, CeilingWrites: 30000, ConvergenceSeconds: 88, ConvergenceRatio: 1.1,
 		OperatorCPUSeconds: 40, OperatorK8sWrites: 32000, K8sWritesPerEndpoint: 3.2,
 		RestartIdleSeconds: 6, BytesPerPod: 270, RSSBytes: 90 << 20, PropagationP50Ms: 25, PropagationP99Ms: 50}
 }
@@ -192,6 +192,52 @@ func TestGrowthTable(t *testing.T) {
 // The queue depths come from the operator's metrics by queue name (the priority
 // queue's per-priority series summed), and the report names the queues that
 // held work, deepest first.
+// The ratio is to the mean of the ceilings before and after the convergence,
+// or to the first alone (said in its row) when the second did not end ok; the
+// row of a ceiling that did not end ok says why, never a zero.
+func TestRatioToBracketingCeilings(t *testing.T) {
+	r := tier(5000, ok(phaseOrder...)...)
+	r.CeilingSeconds, r.CeilingAfterSeconds, r.ConvergenceSeconds = 60, 80, 84
+	r.setRatio()
+	if r.CeilingReferenceSeconds != 70 || r.ConvergenceRatio != 1.2 {
+		t.Fatalf("reference %v, ratio %v; want 70 and 1.2", r.CeilingReferenceSeconds, r.ConvergenceRatio)
+	}
+	var b strings.Builder
+	printTier(&b, r)
+	if row := rowOf(t, b.String(), "convergence / ceiling"); !strings.Contains(row, "1.20× of their mean, 70.0 s (1.40× of the first)") || !strings.Contains(row, verdictHeld) {
+		t.Fatalf("ratio row: %s", row)
+	}
+	if row := rowOf(t, b.String(), "write ceiling after the convergence"); !strings.Contains(row, "80.0 s (+33 % from the first)") {
+		t.Fatalf("second ceiling's row: %s", row)
+	}
+
+	r = tier(5000, append(ok(pSetup, pCeiling, pConvergence), Phase{Name: pCeilingAfter, State: phaseFailed, Reason: "context deadline exceeded"})...)
+	r.CeilingSeconds, r.CeilingAfterSeconds, r.ConvergenceSeconds = 60, 0, 84
+	r.setRatio()
+	if r.CeilingReferenceSeconds != 60 || r.ConvergenceRatio != 1.4 {
+		t.Fatalf("after a failed second ceiling: reference %v, ratio %v; want 60 and 1.4", r.CeilingReferenceSeconds, r.ConvergenceRatio)
+	}
+	b.Reset()
+	printTier(&b, r)
+	if row := rowOf(t, b.String(), "convergence / ceiling"); !strings.Contains(row, "1.40× of the first ceiling alone") || !strings.Contains(row, verdictMissed) {
+		t.Fatalf("ratio row: %s", row)
+	}
+	if row := rowOf(t, b.String(), "write ceiling after the convergence"); !strings.Contains(row, "FAILED: context deadline exceeded") || strings.Contains(row, "0.0 s") {
+		t.Fatalf("second ceiling's row: %s", row)
+	}
+	if exitStatus([]*Results{r}) != 2 {
+		t.Fatal("a failed second ceiling is a failed phase: exit 2")
+	}
+
+	r = tier(5000, ok(pSetup, pCeiling)...)
+	r.ConvergenceRatio, r.CeilingReferenceSeconds = 0, 0
+	r.Phases = append(r.Phases, Phase{Name: pConvergence, State: phaseFailed, Reason: "x"})
+	r.setRatio()
+	if r.ConvergenceRatio != 0 || r.CeilingReferenceSeconds != 0 {
+		t.Fatalf("no convergence, yet a ratio %v", r.ConvergenceRatio)
+	}
+}
+
 func TestQueueDepths(t *testing.T) {
 	m := map[string]float64{
 		`workqueue_depth{controller="discovery-ingress",name="discovery-ingress",priority="-100"}`: 4000,
@@ -209,5 +255,20 @@ func TestQueueDepths(t *testing.T) {
 	}
 	if s := depthText(map[string]float64{"sync-endpoint": 0.2}); s != "every queue below 0.5" {
 		t.Fatalf("text of empty queues %q", s)
+	}
+	adds := byQueue(map[string]float64{
+		`workqueue_adds_total{controller="discovery-ingress",name="discovery-ingress"}`: 900,
+		`workqueue_adds_total{controller="sync-endpoint",name="sync-endpoint"}`:         500,
+		`workqueue_adds_total{controller="crd-gate",name="crd-gate"}`:                   1,
+		`workqueue_depth{controller="sync-endpoint",name="sync-endpoint",priority="0"}`: 2,
+	}, "workqueue_adds_total")
+	if len(adds) != 3 || adds["discovery-ingress"] != 900 || adds["sync-endpoint"] != 500 {
+		t.Fatalf("adds %v", adds)
+	}
+	for q := range adds {
+		adds[q] /= 500
+	}
+	if s := addsText(adds); s != "discovery-ingress 1.80, sync-endpoint 1.00" {
+		t.Fatalf("adds text %q", s)
 	}
 }
