@@ -22,7 +22,7 @@ const (
 	pCeiling     = "ceiling"
 	pConvergence = "convergence"
 	// pCeilingAfter is the write ceiling again, right after the convergence
-	// (the operator stopped): the convergence's ratio is to the mean of the two.
+	// (the operator stopped): reported beside the ratio.
 	pCeilingAfter = "ceiling-after"
 	pRestart      = "restart"
 	pMemory       = "memory"
@@ -148,30 +148,27 @@ var rows = []row{
 	{measure: "brownout: extra write calls", phase: pBrownout, value: func(r *Results) string { return strconv.Itoa(r.BrownoutExtraWriteCalls) }},
 }
 
-// ratioRow is the convergence's ratio and the ceiling it is taken to: the
-// mean of the ceilings before and after the convergence, or the one before
-// alone when the second did not end ok.
+// ratioRow is the convergence's ratio to the ceiling before it, and, when the
+// ceiling after it ended ok, its ratio to the mean of the two beside it.
 func ratioRow(r *Results) string {
-	if ok, _ := r.phaseOf(pCeilingAfter); ok {
-		return fmt.Sprintf("%s of their mean, %.1f s (%s of the first)", ratioText(r.ConvergenceRatio), r.CeilingReferenceSeconds,
-			ratioText(r.ConvergenceSeconds/r.CeilingSeconds))
+	if ok, _ := r.phaseOf(pCeilingAfter); ok && r.RatioToMeanCeiling > 0 {
+		return fmt.Sprintf("%s (%s of the mean with the second, %.1f s)", ratioText(r.ConvergenceRatio), ratioText(r.RatioToMeanCeiling),
+			(r.CeilingSeconds+r.CeilingAfterSeconds)/2)
 	}
-	return ratioText(r.ConvergenceRatio) + " of the first ceiling alone"
+	return ratioText(r.ConvergenceRatio)
 }
 
-// setRatio takes the convergence's ratio to the ceiling: to the mean of the
-// ceilings measured before and after it when both ended ok (the machine's
-// pace can drift by tens of percent within the minutes between them), else to
-// the one before.
+// setRatio takes the convergence's ratio to the ceiling measured before it —
+// the target's — and, once the ceiling after it ended ok, the ratio to the
+// mean of the two.
 func (r *Results) setRatio() {
-	if ok, _ := r.phaseOf(pConvergence + "+" + pCeiling); !ok || r.CeilingSeconds <= 0 {
+	if ok, _ := r.phaseOf(pConvergence + "+" + pCeiling); !ok || r.CeilingSeconds <= 0 || r.ConvergenceSeconds <= 0 {
 		return
 	}
-	r.CeilingReferenceSeconds = r.CeilingSeconds
+	r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingSeconds
 	if ok, _ := r.phaseOf(pCeilingAfter); ok && r.CeilingAfterSeconds > 0 {
-		r.CeilingReferenceSeconds = (r.CeilingSeconds + r.CeilingAfterSeconds) / 2
+		r.RatioToMeanCeiling = r.ConvergenceSeconds / ((r.CeilingSeconds + r.CeilingAfterSeconds) / 2)
 	}
-	r.ConvergenceRatio = r.ConvergenceSeconds / r.CeilingReferenceSeconds
 }
 
 // phaseOf says whether every phase a row needs ended ok, and if not, what to
@@ -305,12 +302,7 @@ func printGrowth(w io.Writer, tiers []*Results) {
 			return f()
 		}
 		fmt.Fprintf(w, "  %-10d %-10d %-12s %-13s %-8s %-14s %-22s %-24s %-20s %s\n", r.Ingresses, r.Endpoints,
-			cell(pCeiling, func() string {
-				if r.CeilingReferenceSeconds > 0 {
-					return fmt.Sprintf("%.1f s", r.CeilingReferenceSeconds)
-				}
-				return fmt.Sprintf("%.1f s", r.CeilingSeconds)
-			}),
+			cell(pCeiling, func() string { return fmt.Sprintf("%.1f s", r.CeilingSeconds) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.1f s", r.ConvergenceSeconds) }),
 			cell(pConvergence+"+"+pCeiling, func() string { return ratioText(r.ConvergenceRatio) }),
 			cell(pConvergence, func() string { return fmt.Sprintf("%.1f s", r.OperatorCPUSeconds) }),
