@@ -104,7 +104,7 @@ type Results struct {
 	// convergence, the operator stopped; RatioToMeanCeiling is the convergence's
 	// ratio to the mean of the two ceilings: reported beside the ratio, which
 	// stays the one to the first (the second runs on the converged store, and
-	// moved by -7 % to +42 % from the first: not a neutral measure of the
+	// moved by -24 % to +42 % from the first: not a neutral measure of the
 	// machine's drift).
 	CeilingAfterSeconds float64 `json:"write_ceiling_after_seconds"`
 	RatioToMeanCeiling  float64 `json:"convergence_ratio_to_mean_ceiling"`
