@@ -90,6 +90,9 @@ var rows = []row{
 		return fmt.Sprintf("%.1f s (%d writes)", r.CeilingSeconds, r.CeilingWrites)
 	}},
 	{measure: "write ceiling after the convergence", phase: pCeilingAfter, value: func(r *Results) string {
+		if ok, _ := r.phaseOf(pCeiling); !ok || r.CeilingSeconds <= 0 {
+			return fmt.Sprintf("%.1f s (the first did not end ok)", r.CeilingAfterSeconds)
+		}
 		return fmt.Sprintf("%.1f s (%+.0f %% from the first)", r.CeilingAfterSeconds, 100*(r.CeilingAfterSeconds/r.CeilingSeconds-1))
 	}},
 	{measure: "convergence", phase: pConvergence, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.ConvergenceSeconds) }},
@@ -334,39 +337,32 @@ func printSummary(w io.Writer, tiers []*Results) {
 
 // addsText names the queues that took adds, most first ("discovery-ingress
 // 2.00, sync-endpoint 1.00"); the others are left out.
-func addsText(a map[string]float64) string {
-	names := make([]string, 0, len(a))
-	for n, v := range a {
-		if v >= 0.005 {
-			names = append(names, n)
-		}
-	}
-	sort.Slice(names, func(i, j int) bool {
-		return a[names[i]] > a[names[j]] || a[names[i]] == a[names[j]] && names[i] < names[j]
-	})
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %.2f", n, a[n])
-	}
-	return strings.Join(parts, ", ")
-}
+func addsText(a map[string]float64) string { return byValue(a, 0.005, "%s %.2f") }
 
 // depthText names the queues that held work during a convergence, deepest
 // first ("discovery-ingress 12, sync-endpoint 3"); the others are left out.
 func depthText(d map[string]float64) string {
-	names := make([]string, 0, len(d))
-	for n, v := range d {
-		if v >= 0.5 {
+	if t := byValue(d, 0.5, "%s %.0f"); t != "" {
+		return t
+	}
+	return "every queue below 0.5"
+}
+
+// byValue prints the queues whose value is at least min, largest first (then
+// by name), each in format (name, value), comma-separated.
+func byValue(m map[string]float64, min float64, format string) string {
+	names := make([]string, 0, len(m))
+	for n, v := range m {
+		if v >= min {
 			names = append(names, n)
 		}
 	}
-	if len(names) == 0 {
-		return "every queue below 0.5"
-	}
-	sort.Slice(names, func(i, j int) bool { return d[names[i]] > d[names[j]] })
+	sort.Slice(names, func(i, j int) bool {
+		return m[names[i]] > m[names[j]] || m[names[i]] == m[names[j]] && names[i] < names[j]
+	})
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %.0f", n, d[n])
+		parts[i] = fmt.Sprintf(format, n, m[n])
 	}
 	return strings.Join(parts, ", ")
 }

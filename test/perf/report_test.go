@@ -229,6 +229,20 @@ func TestRatioToBothCeilings(t *testing.T) {
 		t.Fatal("a failed second ceiling is a failed phase: exit 2")
 	}
 
+	// The first ceiling failed, the second ended ok: no ratio to it, no "+Inf %".
+	r = tier(20000, append([]Phase{{Name: pSetup, State: phaseOK}, {Name: pCeiling, State: phaseFailed, Reason: "stream error"}},
+		ok(pConvergence, pCeilingAfter)...)...)
+	r.CeilingSeconds, r.CeilingAfterSeconds, r.ConvergenceRatio, r.RatioToMeanCeiling = 0, 300, 0, 0
+	r.setRatio()
+	b.Reset()
+	printTier(&b, r)
+	if row := rowOf(t, b.String(), "write ceiling after the convergence"); !strings.Contains(row, "300.0 s (the first did not end ok)") || strings.Contains(row, "Inf") {
+		t.Fatalf("second ceiling's row without a first: %s", row)
+	}
+	if row := rowOf(t, b.String(), "convergence / ceiling"); !strings.Contains(row, "FAILED: stream error") || r.ConvergenceRatio != 0 {
+		t.Fatalf("ratio without a first ceiling: %s (%v)", row, r.ConvergenceRatio)
+	}
+
 	r = tier(5000, ok(pSetup, pCeiling)...)
 	r.ConvergenceRatio, r.RatioToMeanCeiling = 0, 0
 	r.Phases = append(r.Phases, Phase{Name: pConvergence, State: phaseFailed, Reason: "x"})
