@@ -145,7 +145,7 @@ INFORMER_ENDPOINTS ?= 40000
 INFORMER_ARGS ?=
 
 .PHONY: perf-informer
-perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORMER_ENDPOINTS: streaming list, the same without gzip, paginated LIST (what bounds a restart at 20,000 Ingresses).
+perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORMER_ENDPOINTS: the one-pass LIST (the default), the streaming list, client-go's LIST (what bounds a restart at 20,000 Ingresses).
 	go run ./test/perf/informersync -endpoints $(INFORMER_ENDPOINTS) $(INFORMER_ARGS)
 
 .PHONY: verify

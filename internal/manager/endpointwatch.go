@@ -226,19 +226,19 @@ func (d *endpointDecoder) event() (typ watch.EventType, obj *endpointWire, raw [
 // Close closes the response body.
 func (d *endpointDecoder) Close() { _ = d.body.Close() }
 
-// endpointListWatch lists through the informer's own ListerWatcher (the
-// paginated LIST, should the server not offer streaming lists) and watches with
-// the one-pass decoder, with the options controller-runtime's watch sets. It
-// watches cluster-wide with no selector, as the manager's cache is configured
-// for Endpoints (New: no DefaultNamespaces, no ByObject entry for them); a
-// namespaced or selected Endpoint cache must not take this path.
+// endpointListWatch lists with a LIST decoded in one pass (endpointlist.go) and
+// watches with the one-pass decoder, with the options controller-runtime's
+// watch sets. With stream, the reflector takes client-go's streaming list
+// instead (the initial list as this watch's events), and lists through the
+// informer's own ListerWatcher only should the server not offer streaming
+// lists. It lists and watches cluster-wide with no selector, as the manager's
+// cache is configured for Endpoints (New: no DefaultNamespaces, no ByObject
+// entry for them); a namespaced or selected Endpoint cache must not take this
+// path.
 type endpointListWatch struct {
-	list toolscache.ListerWatcherWithContext
-	rest func() (rest.Interface, error)
-}
-
-func (lw *endpointListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return lw.list.ListWithContext(ctx, opts)
+	list   toolscache.ListerWatcherWithContext
+	rest   func() (rest.Interface, error)
+	stream bool
 }
 
 // List and Watch complete the older ListerWatcher interface.
@@ -267,10 +267,11 @@ func (lw *endpointListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 }
 
 // endpointInformers returns the cache's NewInformer: the Endpoint informer
-// watches with the one-pass decoder, every other is controller-runtime's.
-// client returns the manager's HTTP client once it exists (nil before: a
-// client of its own is built).
-func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *http.Client) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+// lists and watches with the one-pass decoders (stream: client-go's streaming
+// list instead of the LIST), every other is controller-runtime's. client
+// returns the manager's HTTP client once it exists (nil before: a client of
+// its own is built).
+func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *http.Client, stream bool) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	gvk := v1.GroupVersion.WithKind("Endpoint")
 	restClient := sync.OnceValues(func() (rest.Interface, error) {
 		hc := client()
@@ -284,7 +285,7 @@ func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *
 	})
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 		if _, ok := obj.(*v1.Endpoint); ok {
-			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient}
+			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient, stream: stream}
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	// SkipNameValidation allows a second manager with the same controllers in one
 	// process (tests that restart the operator in-process).
 	SkipNameValidation bool
+	// StreamEndpointList makes the Endpoint informer's initial list client-go's
+	// streaming list instead of a LIST decoded in one pass (endpointlist.go):
+	// for make perf-informer's comparison of the two.
+	StreamEndpointList bool
 }
 
 // NewScheme returns the scheme with every type the operator reads or writes.
@@ -147,9 +151,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Pod{}:    {Transform: kube.StripPod},
 				&corev1.Secret{}: {Transform: kube.StripMetadata},
 			},
-			// The Endpoint informer's watch decodes each event in one pass
-			// (endpointwatch.go).
-			NewInformer: endpointInformers(cfg, scheme, httpClient.Load),
+			// The Endpoint informer lists with a LIST and watches, each
+			// decoded in one pass (endpointlist.go, endpointwatch.go).
+			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList),
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,

@@ -396,9 +396,9 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 	phase(pCeiling, func(ctx context.Context) error {
 		step("measuring the write ceiling with a bare client")
 		var err error
-		cpu0 := serverCPU()
+		cpu0 := testutil.ServerCPU()
 		r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx, "before")
-		r.CeilingServerCPU = serverCPU() - cpu0
+		r.CeilingServerCPU = testutil.ServerCPU() - cpu0
 		step("removing the ceiling's objects")
 		if cerr := h.cleanCeiling(ctx); cerr != nil {
 			// The operator must not see the ceiling's Endpoints: nothing after is valid.
@@ -410,12 +410,12 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 
 	if !phase(pConvergence, func(ctx context.Context) error {
 		step("starting the operator; convergence")
-		start, cpu0 := time.Now(), serverCPU()
+		start, cpu0 := time.Now(), testutil.ServerCPU()
 		if err := h.startOperator(); err != nil {
 			return err
 		}
 		timeline, depths, err := h.waitEndpoints(ctx, r.Endpoints, start)
-		r.ConvergenceServerCPU = serverCPU() - cpu0
+		r.ConvergenceServerCPU = testutil.ServerCPU() - cpu0
 		r.ConvergenceTimeline, r.ConvergenceQueueDepth = timeline, depths
 		if err != nil {
 			return err
@@ -1211,33 +1211,6 @@ func (h *harness) saveProfile(path, file string) error {
 		return err
 	}
 	return os.WriteFile(file, b, 0o644)
-}
-
-// serverCPU is the CPU-seconds (user + system) this process's kube-apiserver
-// and etcd children have used so far (Linux; 0 elsewhere).
-func serverCPU() float64 {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	total := 0.0
-	for _, f := range dirs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid … utime(14) stime(15): comm may hold spaces.
-		s := string(b)
-		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || shut < open {
-			continue
-		}
-		comm, rest := s[open+1:shut], strings.Fields(s[shut+1:])
-		if (comm != "kube-apiserver" && comm != "etcd") || len(rest) < 13 || rest[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		ut, _ := strconv.ParseFloat(rest[11], 64)
-		st, _ := strconv.ParseFloat(rest[12], 64)
-		total += (ut + st) / 100 // USER_HZ
-	}
-	return total
 }
 
 // Settling of the RSS at rest: sampled every second until it moved by less than

@@ -1,9 +1,11 @@
 // Command informersync measures what bounds the operator's restart at scale: how
-// long its cache takes to list N Endpoints, and what that costs its process,
-// with client-go's streaming list (WatchListClient, on by default since
-// Kubernetes 1.35: the initial list comes as watch events), the same without
-// gzip (rest.Config.DisableCompression), and the classic paginated LIST, in turn
-// (docs/performance.md, "Restart until idle at 20,000 Ingresses").
+// long its cache takes to list N Endpoints, and what that costs its process
+// and the API server, with the operator's LIST decoded in one pass (its
+// default, internal/manager/endpointlist.go), client-go's streaming list
+// (WatchListClient, client-go's default since Kubernetes 1.35: the initial
+// list comes as watch events, here decoded in one pass too), and client-go's
+// own LIST and decoder, in turn (docs/performance.md, "Restart until idle at
+// 20,000 Ingresses").
 //
 //	go run ./test/perf/informersync [-endpoints 40000] [-runs 3] [-cpuprofile DIR]
 //
@@ -13,7 +15,8 @@
 // (internal/manager: its transform, its interning and its one-pass Endpoint
 // watch) with one informer, for Endpoints — once per mode and run. Each child
 // prints the wall time until the informer synced, its CPU time and its peak
-// resident memory; with -cpuprofile it writes its CPU profile to DIR (the last
+// resident memory; the parent adds the control plane's CPU time over the
+// child's run; with -cpuprofile it writes its CPU profile to DIR (the last
 // run's, per mode), and the kube-apiserver's CPU profile over each child's run
 // to apiserver-MODE.pprof.
 package main
@@ -54,16 +57,21 @@ type sample struct {
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// ServerCPUSeconds is the control plane's (kube-apiserver and etcd) over the
+	// child's whole run, its start included.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 }
 
-// modes maps a mode to client-go's feature-gate environment variable.
+// modes maps a mode to the manager's option and client-go's feature gate. (A
+// fourth mode, the streaming list without gzip, was dropped on 2026-12-03: 6.0–
+// 7.2 s against 4.3–5.4 s with it.)
 var modes = []struct {
-	name, env     string
-	noCompression bool
+	name, env string
+	stream    bool
 }{
-	{"watch-list (default)", "KUBE_FEATURE_WatchListClient=true", false},
-	{"watch-list, no gzip", "KUBE_FEATURE_WatchListClient=true", true},
-	{"paginated LIST", "KUBE_FEATURE_WatchListClient=false", false},
+	{"LIST, one-pass (default)", "KUBE_FEATURE_WatchListClient=true", false},
+	{"watch-list, one-pass", "KUBE_FEATURE_WatchListClient=true", true},
+	{"LIST, client-go", "KUBE_FEATURE_WatchListClient=false", true},
 }
 
 func main() {
@@ -71,11 +79,11 @@ func main() {
 	runs := flag.Int("runs", 3, "measurements per mode, alternating")
 	child := flag.String("child", "", "(internal) sync once against this kubeconfig and print the sample")
 	mode := flag.String("mode", "", "(internal) the child's mode name")
-	noCompression := flag.Bool("no-compression", false, "(internal) the child asks for uncompressed responses")
+	stream := flag.Bool("stream", false, "(internal) the child's manager takes the streaming list (manager.Options.StreamEndpointList)")
 	flag.StringVar(&cpuProfileDir, "cpuprofile", "", "write each child's CPU profile to this directory (go tool pprof)")
 	flag.Parse()
 	if *child != "" {
-		if err := syncOnce(*child, *mode, *noCompression); err != nil {
+		if err := syncOnce(*child, *mode, *stream); err != nil {
 			fmt.Fprintln(os.Stderr, "informersync:", err)
 			os.Exit(1)
 		}
@@ -119,7 +127,7 @@ func run(n, runs int) error {
 	byMode := map[string][]sample{}
 	for i := 0; i < runs; i++ {
 		for _, m := range modes {
-			cmd := exec.Command(self, "-child", kubeconfig, "-mode", m.name, "-cpuprofile", cpuProfileDir, fmt.Sprintf("-no-compression=%t", m.noCompression))
+			cmd := exec.Command(self, "-child", kubeconfig, "-mode", m.name, "-cpuprofile", cpuProfileDir, fmt.Sprintf("-stream=%t", m.stream))
 			cmd.Env = append(os.Environ(), m.env)
 			cmd.Stderr = os.Stderr
 			// The API server's side of the same sync: its CPU profile over the
@@ -132,7 +140,9 @@ func run(n, runs int) error {
 			} else {
 				profiled <- nil
 			}
+			cpu0 := testutil.ServerCPU()
 			out, err := cmd.Output()
+			serverCPU := testutil.ServerCPU() - cpu0
 			if perr := <-profiled; perr != nil {
 				fmt.Fprintln(os.Stderr, "informersync: the API server's profile:", perr)
 			}
@@ -143,7 +153,8 @@ func run(n, runs int) error {
 			if err := json.Unmarshal(bytes.TrimSpace(out), &s); err != nil {
 				return fmt.Errorf("%s: %q: %w", m.name, out, err)
 			}
-			fmt.Printf("  run %d  %-22s %6.2f s   CPU %5.2f s   peak RSS %6.1f MiB\n", i+1, m.name, s.Seconds, s.CPUSeconds, s.PeakRSSMiB)
+			s.ServerCPUSeconds = serverCPU
+			fmt.Printf("  run %d  %-26s %6.2f s   CPU %5.2f s   peak RSS %6.1f MiB   control plane CPU %5.2f s\n", i+1, m.name, s.Seconds, s.CPUSeconds, s.PeakRSSMiB, s.ServerCPUSeconds)
 			byMode[m.name] = append(byMode[m.name], s)
 		}
 	}
@@ -158,9 +169,9 @@ func run(n, runs int) error {
 			sort.Float64s(v)
 			return fmt.Sprintf("%.2f (%.2f–%.2f)", v[len(v)/2], v[0], v[len(v)-1])
 		}
-		fmt.Printf("  %-22s sync %s s   CPU %s s   peak RSS %s MiB\n", m.name,
+		fmt.Printf("  %-26s sync %s s   CPU %s s   peak RSS %s MiB   control plane CPU %s s\n", m.name,
 			f(func(s sample) float64 { return s.Seconds }), f(func(s sample) float64 { return s.CPUSeconds }),
-			f(func(s sample) float64 { return s.PeakRSSMiB }))
+			f(func(s sample) float64 { return s.PeakRSSMiB }), f(func(s sample) float64 { return s.ServerCPUSeconds }))
 	}
 	return nil
 }
@@ -234,13 +245,12 @@ func declareOne(ctx context.Context, c client.Client, i int) error {
 
 // syncOnce builds the operator's manager, syncs its cache's Endpoint informer
 // and prints the sample as JSON.
-func syncOnce(kubeconfig, mode string, noCompression bool) error {
+func syncOnce(kubeconfig, mode string, stream bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.DisableCompression = noCompression
-	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0", StreamEndpointList: stream})
 	if err != nil {
 		return err
 	}
