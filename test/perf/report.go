@@ -124,7 +124,12 @@ var rows = []row{
 	{measure: "restart until ready (stores synced)", phase: pRestart, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.RestartReadySeconds) }},
 	{measure: "restart until idle", phase: pRestart, value: func(r *Results) string { return fmt.Sprintf("%.1f s", r.RestartIdleSeconds) },
 		target: fmt.Sprintf("≤ %.0f s", targetIdleSeconds), applies: always, held: func(r *Results) bool { return r.RestartIdleSeconds <= targetIdleSeconds }},
-	{measure: "heap bytes per cached Pod", phase: pMemory, value: func(r *Results) string { return fmt.Sprintf("%.0f B (%d Pods)", r.BytesPerPod, r.Pods) },
+	{measure: "heap for the annotated Pods and K8sApps", phase: pMemory, value: func(r *Results) string {
+		return fmt.Sprintf("%.1f MiB (%d Pods, created first)", r.HeapAppsBytes/(1<<20), r.AppPods)
+	}},
+	{measure: "heap bytes per cached Pod", phase: pMemory, value: func(r *Results) string {
+		return fmt.Sprintf("%.0f B (the %d Pods after them)", r.BytesPerPod, r.Pods-r.AppPods)
+	},
 		target: fmt.Sprintf("≤ %.0f B", targetBytesPerPod), applies: always, held: func(r *Results) bool { return r.BytesPerPod <= targetBytesPerPod }},
 	{measure: "heap bytes per unrelated Secret", phase: pMemory, value: func(r *Results) string {
 		return fmt.Sprintf("%.0f B (%d Secrets)", r.BytesPerSecret, r.Secrets)
