@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -228,10 +229,9 @@ func TestEndpointInformerLists(t *testing.T) {
 			defer cancel()
 			go inf.RunWithContext(ctx)
 			if stream {
-				deadline := time.Now().Add(10 * time.Second)
-				for len(log.all()) == 0 && time.Now().Before(deadline) {
-					time.Sleep(10 * time.Millisecond)
-				}
+				_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					return len(log.all()) > 0, nil
+				})
 				if reqs := log.all(); len(reqs) == 0 || reqs[0].Get("watch") != "true" || reqs[0].Get("sendInitialEvents") != "true" {
 					t.Fatalf("with stream the first request is a streaming list; got %v", reqs)
 				}
@@ -261,17 +261,17 @@ func TestEndpointInformerLists(t *testing.T) {
 				}
 			}
 			// The watch follows from the list's resourceVersion.
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) {
-				if r := log.all(); len(r) > 1 && r[len(r)-1].Get("watch") == "true" {
-					if rv := r[len(r)-1].Get("resourceVersion"); rv != "80" {
-						t.Fatalf("the watch starts at %q, want the list's 80", rv)
-					}
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
+			var watched url.Values
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				r := log.all()
+				watched = r[len(r)-1]
+				return len(r) > 1 && watched.Get("watch") == "true", nil
+			}); err != nil {
+				t.Fatalf("no watch after the list: %v", log.all())
 			}
-			t.Fatalf("no watch after the list: %v", log.all())
+			if rv := watched.Get("resourceVersion"); rv != "80" {
+				t.Fatalf("the watch starts at %q, want the list's 80", rv)
+			}
 		})
 	}
 }

@@ -1149,6 +1149,10 @@ func (h *harness) memory(ctx context.Context, r *Results) error {
 	}
 	if plain := c.pods - r.AppPods; plain > 0 {
 		r.BytesPerPod = (withPods - withApps) / float64(plain)
+	} else if c.pods > 0 {
+		// Every Pod annotated (-annotated-pods ≥ -pods): measured over all of
+		// them, never a zero beside the target.
+		r.BytesPerPod, r.AppPods, r.HeapAppsBytes = (withPods-base)/float64(c.pods), 0, 0
 	}
 	if r.BytesPerPod < 0 {
 		return fmt.Errorf("the live heap shrank by %.0f B while %d Pods were added: the reading is noise, not a cost per Pod", withApps-withPods, c.pods-r.AppPods)
