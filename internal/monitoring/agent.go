@@ -34,9 +34,9 @@ const (
 
 // assignment is one assigned endpoint as the agent knows it.
 type assignment struct {
-	target       probe.Target
-	name         string
-	organization string
+	target probe.Target
+	name   string // the API's name (not unique)
+	labels seriesLabels
 }
 
 // Agent is the monitoring agent: on the leader, it fetches the endpoints the
@@ -229,24 +229,26 @@ func (a *Agent) refresh(ctx context.Context) time.Duration {
 
 // apply makes list the plan: targets, metrics, results, CRs.
 func (a *Agent) apply(ctx context.Context, list []polycrate.AgentEndpoint, snap *liveconfig.Snapshot) {
-	var bodies map[string]string
+	var crs map[string]crRef
 	if len(list) > 0 {
-		bodies = a.expectedBodies(ctx)
+		crs = a.endpointCRs(ctx)
 	}
 	next := make(map[string]assignment, len(list))
 	targets := make([]probe.Target, 0, len(list))
 	ids := make(map[string]bool, len(list))
+	labels := seriesLabelsOf(list, crs)
 	for _, e := range list {
 		t := probe.Target{ID: e.ID, Name: e.Name, Kind: e.Kind, Address: e.RemoteAddress, Port: ptr.Deref(e.RemotePort, 0),
-			ExpectedBody: bodies[e.ID]}
+			ExpectedBody: crs[e.ID].expectedBody}
 		if e.Spec != nil {
 			t.Spec = *e.Spec
 		}
-		next[e.ID] = assignment{target: t, name: e.Name, organization: e.Organization["name"]}
+		next[e.ID] = assignment{target: t, name: e.Name, labels: labels[e.ID]}
 		targets = append(targets, t)
 		ids[e.ID] = true
 	}
 	a.mu.Lock()
+	relabel(labels) // under a.mu, as observe: a check finishing now uses the new labels
 	for id := range a.assigned {
 		if _, ok := next[id]; !ok {
 			forget(id) // under a.mu: a check finishing now cannot bring the series back
@@ -269,23 +271,91 @@ func (a *Agent) apply(ctx context.Context, list []polycrate.AgentEndpoint, snap 
 	assignedEndpoints.Set(float64(len(list)))
 	a.status.retain(ctx, ids)
 	if snap != nil {
-		if err := a.mirror(ctx, list); err != nil {
+		mirrored, err := a.mirror(ctx, list)
+		if err != nil {
 			a.Log.Info("cannot mirror the API-defined endpoints as Endpoint CRs; next fetch retries", "error", err.Error())
 		}
+		a.labelMirrors(list, crs, mirrored)
 	}
 }
 
-// expectedBodies are the Endpoint CRs' expected bodies by API id (the API's spec
-// has no field for it; the CR carries the seed's Beispiel 4).
-func (a *Agent) expectedBodies(ctx context.Context) map[string]string {
+// labelMirrors names the series of endpoints whose mirror CR was just made
+// after their CR (their labels were set before it existed).
+func (a *Agent) labelMirrors(list []polycrate.AgentEndpoint, crs map[string]crRef, mirrored map[string]bool) {
+	changed := false
+	for _, e := range list {
+		if _, ok := crs[e.ID]; !ok && mirrored[e.ID] {
+			if crs == nil {
+				crs = map[string]crRef{}
+			}
+			crs[e.ID] = crRef{namespace: a.Namespace, name: mirrorName(e)}
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	labels := seriesLabelsOf(list, crs)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, as := range a.assigned {
+		if l, ok := labels[id]; ok {
+			as.labels = l
+			a.assigned[id] = as
+		}
+	}
+	relabel(labels)
+}
+
+// crRef is the Endpoint CR that carries an API endpoint.
+type crRef struct {
+	namespace, name string
+	// expectedBody: the API's spec has no field for it; the CR carries the
+	// seed's example 4 (endpoints.polycrate.io/expected-body).
+	expectedBody string
+}
+
+// endpointCRs are the Endpoint CRs by API id. Should two CRs carry one id (a
+// copy made by hand), the first in namespace/name order counts.
+func (a *Agent) endpointCRs(ctx context.Context) map[string]crRef {
 	list := &v1.EndpointList{}
 	if err := a.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	out := map[string]string{}
+	out := make(map[string]crRef, len(list.Items))
 	for i := range list.Items {
-		if ep := &list.Items[i]; ep.Status.APIID != "" && ep.Spec.ExpectedBody != "" {
-			out[ep.Status.APIID] = ep.Spec.ExpectedBody
+		ep := &list.Items[i]
+		if ep.Status.APIID == "" {
+			continue
+		}
+		if have, ok := out[ep.Status.APIID]; ok && have.namespace+"/"+have.name < ep.Namespace+"/"+ep.Name {
+			continue
+		}
+		out[ep.Status.APIID] = crRef{namespace: ep.Namespace, name: ep.Name, expectedBody: ep.Spec.ExpectedBody}
+	}
+	return out
+}
+
+// seriesLabelsOf names every assigned endpoint's series: its CR's namespace and
+// name, or, without a CR here, an empty namespace and the mirror's name. A label
+// set that two endpoints would share (two ids with one name and one id prefix,
+// no CR) gets each endpoint's whole id appended, so no two series collide.
+func seriesLabelsOf(list []polycrate.AgentEndpoint, crs map[string]crRef) map[string]seriesLabels {
+	out := make(map[string]seriesLabels, len(list))
+	count := make(map[seriesLabels]int, len(list))
+	for _, e := range list {
+		l := seriesLabels{endpoint: mirrorName(e), organization: e.Organization["name"]}
+		if ref, ok := crs[e.ID]; ok {
+			l.namespace, l.endpoint = ref.namespace, ref.name
+		}
+		out[e.ID] = l
+		count[seriesLabels{namespace: l.namespace, endpoint: l.endpoint}]++
+	}
+	for _, e := range list {
+		l := out[e.ID]
+		if count[seriesLabels{namespace: l.namespace, endpoint: l.endpoint}] > 1 {
+			l.endpoint += "-" + e.ID
+			out[e.ID] = l
 		}
 	}
 	return out

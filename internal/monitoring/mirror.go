@@ -25,11 +25,12 @@ import (
 // The sync, discovery and its sweep leave such CRs alone; the agent updates them
 // when the API's endpoint changes and deletes them when the API unassigns or
 // deletes the endpoint. Endpoints an operator created (from an Ingress, here or in
-// another cluster) are never mirrored.
-func (a *Agent) mirror(ctx context.Context, list []polycrate.AgentEndpoint) error {
+// another cluster) are never mirrored. It returns the ids of the endpoints
+// that have a mirror now.
+func (a *Agent) mirror(ctx context.Context, list []polycrate.AgentEndpoint) (map[string]bool, error) {
 	existing := &v1.EndpointList{}
 	if err := a.Client.List(ctx, existing, client.InNamespace(a.Namespace), client.MatchingLabels{v1.LabelAPIDefined: v1.LabelValueTrue}); err != nil {
-		return err
+		return nil, err
 	}
 	mirrors := map[string]*v1.Endpoint{}
 	for i := range existing.Items {
@@ -66,9 +67,9 @@ func (a *Agent) mirror(ctx context.Context, list []polycrate.AgentEndpoint) erro
 		a.Log.Info("removed the Endpoint CR of an API-defined endpoint no longer assigned", "name", ep.Name, "apiID", id)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
+		return keep, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
-	return nil
+	return keep, nil
 }
 
 // definedInAPI says whether an endpoint was made outside the operator; the

@@ -22,7 +22,6 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
@@ -155,6 +154,17 @@ func monitored(ep *v1.Endpoint) func() (*v1.EndpointMonitoringStatus, error) {
 	}
 }
 
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
 func state(s string) OmegaMatcher {
 	return And(Not(BeNil()), HaveField("State", s))
 }
@@ -176,12 +186,54 @@ func synced(ep *v1.Endpoint) string {
 }
 
 var _ = Describe("Checking the endpoints the API assigns", func() {
+	// Whatever a spec built (names repeated in the API, mirrors, failures), the
+	// operator's /metrics answers: one failing collector would blind every alert.
+	AfterEach(func() {
+		Consistently(func() int { code, _ := specs.Scrape(); return code }, 2*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
+	})
+
+	It("names every endpoint's series by its CR, so that endpoints sharing a name in the API never break /metrics", func() {
+		// An Endpoint CR (as discovery makes one from an Ingress host) …
+		ns := specs.Namespace(k8s, "mon")
+		ep := webEndpoint(ns, "/health")
+		Expect(k8s.Create(ctx, ep)).To(Succeed())
+		id := synced(ep)
+		local, err := oe.Client().Endpoints().Get(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		// … and two endpoints made in the API with that same name (the API allows it).
+		var twins []string
+		for range 2 {
+			e, err := oe.Client().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: local.Name, Kind: "http", RemoteAddress: "127.0.0.1",
+				RemotePort: ptr.To(webPort), Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Timeout: 2, Interval: 1}}, CreatedByComponent: "api"})
+			Expect(err).NotTo(HaveOccurred())
+			twins = append(twins, e.ID)
+		}
+		op.Monitor.Nudge()
+		for _, id := range append([]string{id}, twins...) {
+			Eventually(assignment(id), timeout, poll).Should(HaveField("LastCheckSuccess", HaveValue(BeTrue())))
+		}
+		// Three series of probe_success with that name's endpoints, each with its own labels, and a scrape that answers.
+		Eventually(func(g Gomega) {
+			code, body := specs.Scrape()
+			g.Expect(code).To(Equal(http.StatusOK), body)
+			g.Expect(specs.MetricValue("probe_success", map[string]string{"endpoint_namespace": ns, "endpoint": ep.Name})).To(Equal(1.0))
+			for _, twin := range twins {
+				g.Expect(specs.MetricValue("probe_success", map[string]string{"endpoint_namespace": testutil.OperatorNamespace,
+					"endpoint": "api-" + local.Name + "-" + twin[:8]})).To(Equal(1.0))
+			}
+		}, timeout, poll).Should(Succeed())
+		for _, twin := range twins {
+			Expect(oe.Client().Endpoints().Delete(ctx, twin)).To(Succeed())
+		}
+		Expect(k8s.Delete(ctx, ep)).To(Succeed())
+		op.Monitor.Nudge()
+	})
+
 	It("checks a synced Endpoint and reports it to the API, in the metrics and on the CR; a change reaches the checks within seconds", func() {
 		ns := specs.Namespace(k8s, "mon")
 		ep := webEndpoint(ns, "/health")
 		Expect(k8s.Create(ctx, ep)).To(Succeed())
 		id := synced(ep)
-		apiName := names.EndpointAPI(ns, "127.0.0.1")
 
 		// The API's record of this agent's checks (sent inside the health report).
 		Eventually(assignment(id), timeout, poll).Should(And(HaveField("LastCheckSuccess", HaveValue(BeTrue())),
@@ -192,7 +244,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Expect(meta.IsStatusConditionTrue(ep.Status.Conditions, v1.ConditionAvailable)).To(BeTrue())
 		Expect(meta.IsStatusConditionTrue(ep.Status.Conditions, v1.ConditionReady)).To(BeTrue(), "the sync's condition stays")
 		Expect(ep.Finalizers).To(ContainElement(v1.FinalizerEndpointCleanup))
-		labels := map[string]string{"endpoint": apiName, "organization": "acme-corp"}
+		labels := map[string]string{"endpoint_namespace": ns, "endpoint": ep.Name, "organization": "acme-corp"}
 		Eventually(func() float64 { return specs.MetricValue("probe_success", labels) }, timeout, poll).Should(Equal(1.0))
 		Expect(specs.MetricValue("probe_http_status_code", labels)).To(Equal(200.0))
 		Expect(specs.MetricValue("probe_duration_seconds", labels)).To(BeNumerically(">", 0))
@@ -311,8 +363,15 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 			ep, _ := mirrorOf(id)()
 			Expect(ep.Finalizers).To(BeEmpty(), "the sync leaves an API-defined CR alone")
 		}
-		Expect(specs.MetricValue("probe_dns_lookup_time_seconds", map[string]string{"endpoint": "api-dns"})).To(BeNumerically(">=", 0))
-		Expect(specs.HasSeries("probe_icmp_duration_seconds", map[string]string{"endpoint": "api-icmp", "phase": "rtt"})).To(BeTrue())
+		// The series are named by the mirror CRs (namespace and name), never by the API's name alone.
+		mirrorLabels := func(kind string) map[string]string {
+			ep, err := mirrorOf(ids[kind])()
+			Expect(err).NotTo(HaveOccurred())
+			return map[string]string{"endpoint_namespace": ep.Namespace, "endpoint": ep.Name}
+		}
+		Eventually(func() bool { return specs.HasSeries("probe_dns_lookup_time_seconds", mirrorLabels("dns")) }, timeout, poll).Should(BeTrue())
+		Expect(specs.HasSeries("probe_icmp_duration_seconds", merge(mirrorLabels("icmp"), map[string]string{"phase": "rtt"}))).To(BeTrue())
+		tcpLabels := mirrorLabels("tcp")
 
 		// The API stops assigning one (do_not_monitor) and deletes another: their CRs go.
 		_, err := oe.Client().Endpoints().Patch(ctx, ids["tcp"], map[string]any{"do_not_monitor": true})
@@ -321,7 +380,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		op.Monitor.Nudge()
 		Eventually(mirrorOf(ids["tcp"]), timeout, poll).Should(BeNil())
 		Eventually(mirrorOf(ids["dns"]), timeout, poll).Should(BeNil())
-		Eventually(func() bool { return specs.HasSeries("probe_success", map[string]string{"endpoint": "api-tcp"}) }, timeout, poll).Should(BeFalse())
+		Eventually(func() bool { return specs.HasSeries("probe_success", tcpLabels) }, timeout, poll).Should(BeFalse())
 		Expect(mirrorOf(ids["icmp"])()).NotTo(BeNil())
 		for _, id := range []string{ids["icmp"], ids["http"]} {
 			Expect(oe.Client().Endpoints().Delete(ctx, id)).To(Succeed())
@@ -434,7 +493,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		ep := webEndpoint(ns, "/health")
 		Expect(k8s.Create(ctx, ep)).To(Succeed())
 		synced(ep)
-		labels := map[string]string{"endpoint": names.EndpointAPI(ns, "127.0.0.1")}
+		labels := map[string]string{"endpoint_namespace": ns, "endpoint": ep.Name}
 		Eventually(monitored(ep), timeout, poll).Should(state("up"))
 		specs.UpdateOperatorConfig(k8s, func(oc *v1.OperatorConfig) { oc.Spec.EndpointMonitoring.Enabled = ptr.To(false) })
 		Eventually(monitored(ep), timeout, poll).Should(BeNil())

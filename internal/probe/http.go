@@ -11,14 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
-
-var errTooManyRedirects = errors.New("stopped after too many redirects")
 
 // tlsConfig verifies the peer itself (VerifyConnection), so that a check with
 // ignore_tls_errors still learns whether the chain is valid; *verified says so.
@@ -45,6 +44,14 @@ func (p *Prober) tlsConfig(serverName string, ignore bool, verified *bool) *tls.
 // checkHTTP requests the endpoint's URL on a fresh connection (as
 // blackbox_exporter does: availability, not connection reuse), with the spec's
 // method, headers, redirect rule and status rules, timing each phase.
+//
+// Redirects are followed hop by hop, each hop on its own connection whose TLS
+// server name and certificate check are those of the hop's own host (as a
+// browser and blackbox_exporter verify them). A redirect whose status code the
+// spec names — expected, accepted or bad — ends the check with that answer: a
+// user who expects a 302 means the first answer, not the page behind it. The
+// phases are summed over the hops (as blackbox_exporter sums them), and the
+// outcome counts the redirects followed.
 func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 	var out Outcome
 	s := t.Spec.HTTP
@@ -55,123 +62,260 @@ func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	scheme, port := "http", t.Port
-	if s.TLS {
-		scheme = "https"
-	}
-	if port == 0 {
-		port = map[bool]int{true: 443, false: 80}[s.TLS]
-	}
-	path := s.Path
-	if path == "" {
-		path = "/"
-	}
-	target := scheme + "://" + hostPort(t.Address, port) + path
-	method := s.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	u, err := url.Parse(URL(t))
 	if err != nil {
 		out.Failure = fail(ErrInvalidSpec, err.Error())
 		return out
+	}
+	method := s.Method
+	if method == "" {
+		method = http.MethodGet
 	}
 	ua := UserAgent
 	if s.UserAgent != nil && *s.UserAgent != "" {
 		ua = *s.UserAgent
 	}
-	req.Header.Set("User-Agent", ua)
-	if s.Referer != nil && *s.Referer != "" {
-		req.Header.Set("Referer", *s.Referer)
+	referer := ""
+	if s.Referer != nil {
+		referer = *s.Referer
 	}
-
-	// Phase timings, as blackbox_exporter names them.
-	var tr struct {
-		dnsStart, dnsDone, connStart, connDone, tlsStart, tlsDone, gotConn, firstByte time.Time
-		remote                                                                        string
-	}
-	trace := &httptrace.ClientTrace{
-		DNSStart:          func(httptrace.DNSStartInfo) { tr.dnsStart = time.Now() },
-		DNSDone:           func(httptrace.DNSDoneInfo) { tr.dnsDone = time.Now() },
-		ConnectStart:      func(string, string) { tr.connStart = time.Now() },
-		ConnectDone:       func(string, string, error) { tr.connDone = time.Now() },
-		TLSHandshakeStart: func() { tr.tlsStart = time.Now() },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { tr.tlsDone = time.Now() },
-		GotConn: func(ci httptrace.GotConnInfo) {
-			tr.gotConn = time.Now()
-			tr.remote = ci.Conn.RemoteAddr().String()
-		},
-		GotFirstResponseByte: func() { tr.firstByte = time.Now() },
-	}
-	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
-
-	verified := false
-	dialer := &net.Dialer{Resolver: p.Resolver}
-	transport := &http.Transport{
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     p.tlsConfig(strings.Trim(t.Address, "[]"), s.IgnoreTLSErrors, &verified),
-		DisableKeepAlives:   true,
-		DisableCompression:  true,
-		TLSHandshakeTimeout: timeout,
-		ForceAttemptHTTP2:   false,
-		MaxIdleConns:        -1,
-	}
-	defer transport.CloseIdleConnections()
 	maxRedirects := DefaultMaxRedirects
 	if s.MaxRedirects != nil {
 		maxRedirects = *s.MaxRedirects
 	}
 	follow := s.FollowRedirect == nil || *s.FollowRedirect
-	client := &http.Client{Transport: transport, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-		if !follow {
-			return http.ErrUseLastResponse
-		}
-		if len(via) > maxRedirects {
-			return errTooManyRedirects
-		}
-		return nil
-	}}
 
-	resp, err := client.Do(req)
 	r := &out.Result
-	if tr.remote != "" {
-		if host, _, splitErr := net.SplitHostPort(tr.remote); splitErr == nil {
-			r.ResolvedIP, r.HTTPResolvedIP = polycrate.Ptr(host), polycrate.Ptr(host)
+	var earlier Phases // the phases of the hops before this one, added up
+	for {
+		h := hop{prober: p, ignoreTLS: s.IgnoreTLSErrors, timeout: timeout}
+		resp, err := h.do(ctx, method, u, ua, referer)
+		if out.Redirects == 0 && h.remote != "" {
+			if host, _, splitErr := net.SplitHostPort(h.remote); splitErr == nil {
+				r.ResolvedIP, r.HTTPResolvedIP = polycrate.Ptr(host), polycrate.Ptr(host)
+			}
 		}
-	}
-	if err != nil {
-		if errors.Is(err, errTooManyRedirects) {
-			out.Failure = fail(ErrTooManyRedirects, fmt.Sprintf("more than %d redirects", maxRedirects))
-		} else {
+		if err != nil {
 			out.Failure = classify(err)
+			last := h.times(time.Time{})
+			out.Phases = earlier.Plus(last)
+			fillTimings(r, out.Phases, earlier, last)
+			return out
 		}
-		out.Phases = phases(tr.dnsStart, tr.dnsDone, tr.connStart, tr.connDone, tr.tlsStart, tr.tlsDone, tr.gotConn, tr.firstByte, time.Time{})
-		fillTimings(r, out.Phases)
+		code := resp.StatusCode
+		if next, ok := redirectTarget(resp, follow, s); ok {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxRedirectBody))
+			_ = resp.Body.Close()
+			last := h.times(time.Now())
+			if out.Redirects >= maxRedirects {
+				out.Failure = fail(ErrTooManyRedirects, fmt.Sprintf("more than %d redirects", maxRedirects))
+				out.Phases = earlier.Plus(last)
+				fillTimings(r, out.Phases, earlier, last)
+				return out
+			}
+			earlier = earlier.Plus(last)
+			out.Redirects++
+			method = redirectMethod(method, code)
+			if s.Referer == nil || *s.Referer == "" {
+				referer = refererFor(u, next)
+			}
+			u = next
+			continue
+		}
+		defer func() { _ = resp.Body.Close() }()
+		out.CertNotAfter = tlsFacts(r, resp.TLS, h.verified)
+		r.StatusCode = &code
+		size, matched, bodyErr := readBody(resp.Body, t.ExpectedBody)
+		r.HTTPResponseSizeBytes = polycrate.Ptr(int(size))
+		last := h.times(time.Now())
+		out.Phases = earlier.Plus(last)
+		fillTimings(r, out.Phases, earlier, last)
+		switch {
+		case bodyErr != nil:
+			out.Failure = bodyErr
+		case !statusOK(s, code):
+			if slices.Contains(s.BadStatusCodes, code) {
+				out.Failure = fail(ErrBadStatus, fmt.Sprintf("status %d is listed as bad", code))
+			} else {
+				out.Failure = fail(ErrUnexpectedStatus, fmt.Sprintf("status %d, expected %s", code, expectedCodes(s)))
+			}
+		case t.ExpectedBody != "" && !matched:
+			out.Failure = fail(ErrBodyMismatch, fmt.Sprintf("the body does not contain %q", truncate(t.ExpectedBody, 64)))
+		}
 		return out
 	}
-	defer func() { _ = resp.Body.Close() }()
-	out.CertNotAfter = tlsFacts(r, resp.TLS, verified)
-	code := resp.StatusCode
-	r.StatusCode = &code
+}
 
-	size, matched, bodyErr := readBody(resp.Body, t.ExpectedBody)
-	done := time.Now()
-	r.HTTPResponseSizeBytes = polycrate.Ptr(int(size))
-	out.Phases = phases(tr.dnsStart, tr.dnsDone, tr.connStart, tr.connDone, tr.tlsStart, tr.tlsDone, tr.gotConn, tr.firstByte, done)
-	fillTimings(r, out.Phases)
-	switch {
-	case bodyErr != nil:
-		out.Failure = bodyErr
-	case !statusOK(s, code):
-		if slices.Contains(s.BadStatusCodes, code) {
-			out.Failure = fail(ErrBadStatus, fmt.Sprintf("status %d is listed as bad", code))
-		} else {
-			out.Failure = fail(ErrUnexpectedStatus, fmt.Sprintf("status %d, expected %s", code, expectedCodes(s)))
-		}
-	case t.ExpectedBody != "" && !matched:
-		out.Failure = fail(ErrBodyMismatch, fmt.Sprintf("the body does not contain %q", truncate(t.ExpectedBody, 64)))
+// maxRedirectBody is what a check reads of a redirect's body before it closes
+// the connection (the body of a redirect is never checked).
+const maxRedirectBody = 64 << 10
+
+// hop is one request of a check: its own connection (no keep-alive, no TLS
+// session reuse), verified against its own host, with its phase times.
+type hop struct {
+	prober    *Prober
+	ignoreTLS bool
+	timeout   time.Duration
+	verified  bool
+
+	dnsStart, dnsDone, connStart, connDone, tlsStart, tlsDone, gotConn, firstByte time.Time
+	remote                                                                        string
+}
+
+// do sends one request to u and returns the answer without following it.
+func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer string) (*http.Response, error) {
+	trace := &httptrace.ClientTrace{
+		DNSStart:          func(httptrace.DNSStartInfo) { h.dnsStart = time.Now() },
+		DNSDone:           func(httptrace.DNSDoneInfo) { h.dnsDone = time.Now() },
+		ConnectStart:      func(string, string) { h.connStart = time.Now() },
+		ConnectDone:       func(string, string, error) { h.connDone = time.Now() },
+		TLSHandshakeStart: func() { h.tlsStart = time.Now() },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { h.tlsDone = time.Now() },
+		GotConn: func(ci httptrace.GotConnInfo) {
+			h.gotConn = time.Now()
+			h.remote = ci.Conn.RemoteAddr().String()
+		},
+		GotFirstResponseByte: func() { h.firstByte = time.Now() },
 	}
-	return out
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, u.String(), nil)
+	if err != nil {
+		return nil, fail(ErrInvalidSpec, err.Error())
+	}
+	req.Header.Set("User-Agent", ua)
+	if referer != "" {
+		req.Header.Set("Referer", referer)
+	}
+	dialer := &net.Dialer{Resolver: h.prober.Resolver}
+	transport := &http.Transport{
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     h.prober.tlsConfig(u.Hostname(), h.ignoreTLS, &h.verified),
+		DisableKeepAlives:   true,
+		DisableCompression:  true,
+		TLSHandshakeTimeout: h.timeout,
+		ForceAttemptHTTP2:   false,
+		MaxIdleConns:        -1,
+	}
+	defer transport.CloseIdleConnections()
+	return transport.RoundTrip(req)
+}
+
+// times are the hop's phases up to end (zero: the hop ended without an answer).
+// A hop that dialled without a name lookup (an IP address) has a resolve phase
+// of zero, so every target reports one.
+func (h *hop) times(end time.Time) Phases {
+	var t Phases
+	span := func(phase int, a, b time.Time) {
+		if !a.IsZero() && !b.IsZero() && !b.Before(a) {
+			t.D[phase], t.Set[phase] = b.Sub(a), true
+		}
+	}
+	span(PhaseResolve, h.dnsStart, h.dnsDone)
+	if !h.connStart.IsZero() && h.dnsStart.IsZero() {
+		t.Set[PhaseResolve] = true // dialled an IP address: no lookup, a resolve phase of zero
+	}
+	span(PhaseConnect, h.connStart, h.connDone)
+	span(PhaseTLS, h.tlsStart, h.tlsDone)
+	span(PhaseProcessing, h.gotConn, h.firstByte)
+	span(PhaseTransfer, h.firstByte, end)
+	return t
+}
+
+// The phases of an HTTP check, as blackbox_exporter names them
+// (probe_http_duration_seconds{phase}), by index into Phases.
+const (
+	PhaseResolve = iota
+	PhaseConnect
+	PhaseTLS
+	PhaseProcessing
+	PhaseTransfer
+	NumPhases
+)
+
+// PhaseNames are the phases' names, by index.
+var PhaseNames = [NumPhases]string{"resolve", "connect", "tls", "processing", "transfer"}
+
+// Phases are an HTTP check's phase durations, summed over its hops; Set says
+// which phases happened (no tls phase on plain http, none after a refused
+// connection).
+type Phases struct {
+	D   [NumPhases]time.Duration
+	Set [NumPhases]bool
+}
+
+// Plus is a and b added up, phase by phase.
+func (a Phases) Plus(b Phases) Phases {
+	for i := range a.D {
+		a.D[i] += b.D[i]
+		a.Set[i] = a.Set[i] || b.Set[i]
+	}
+	return a
+}
+
+// Total is the sum of the phases.
+func (a Phases) Total() time.Duration {
+	var sum time.Duration
+	for _, d := range a.D {
+		sum += d
+	}
+	return sum
+}
+
+// Get is the phase of that name and whether it happened.
+func (a Phases) Get(name string) (time.Duration, bool) {
+	for i, n := range PhaseNames {
+		if n == name {
+			return a.D[i], a.Set[i]
+		}
+	}
+	return 0, false
+}
+
+// redirectTarget is where a redirect answer leads, when the check follows it:
+// never when the spec names the answer's code (expected, accepted or bad: that
+// answer ends the check), when following is off, or without a Location.
+func redirectTarget(resp *http.Response, follow bool, s *polycrate.HTTPSpec) (*url.URL, bool) {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return nil, false
+	}
+	if !follow || namesCode(s, resp.StatusCode) {
+		return nil, false
+	}
+	next, err := resp.Location()
+	if err != nil {
+		return nil, false // no (usable) Location: the answer is the redirect itself, as Go's client treats it
+	}
+	return next, true
+}
+
+// namesCode: the spec names code as expected, accepted or bad.
+func namesCode(s *polycrate.HTTPSpec, code int) bool {
+	return s.ExpectedStatusCode == code || slices.Contains(s.AcceptedStatusCodes, code) || slices.Contains(s.BadStatusCodes, code)
+}
+
+// redirectMethod is the method of the request a redirect leads to, as Go's
+// client (and browsers) choose it: 301 and 302 turn a POST into a GET, 303
+// turns everything but HEAD into a GET, 307 and 308 keep the method.
+func redirectMethod(method string, code int) string {
+	switch {
+	case (code == http.StatusMovedPermanently || code == http.StatusFound) && method == http.MethodPost:
+		return http.MethodGet
+	case code == http.StatusSeeOther && method != http.MethodHead:
+		return http.MethodGet
+	}
+	return method
+}
+
+// refererFor is the Referer of a redirected request (the previous URL, never
+// from https to http), as Go's client sets it.
+func refererFor(from, to *url.URL) string {
+	if from.Scheme == "https" && to.Scheme == "http" {
+		return ""
+	}
+	ref := *from
+	ref.User, ref.Fragment = nil, ""
+	return ref.String()
 }
 
 // statusOK applies the spec's status rules: a bad code fails; otherwise the
@@ -231,33 +375,19 @@ func readBody(body io.Reader, expected string) (int64, bool, *Failure) {
 	}
 }
 
-// phases are blackbox_exporter's probe_http_duration_seconds phases.
-func phases(dnsStart, dnsDone, connStart, connDone, tlsStart, tlsDone, gotConn, firstByte, end time.Time) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	span := func(name string, a, b time.Time) {
-		if !a.IsZero() && !b.IsZero() && !b.Before(a) {
-			out[name] = b.Sub(a)
-		}
-	}
-	span("resolve", dnsStart, dnsDone)
-	span("connect", connStart, connDone)
-	span("tls", tlsStart, tlsDone)
-	span("processing", gotConn, firstByte)
-	span("transfer", firstByte, end)
-	return out
-}
-
-// fillTimings writes the phases the API has fields for, in milliseconds.
-func fillTimings(r *polycrate.CheckResult, p map[string]time.Duration) {
-	ms := func(name string) *int {
-		if d, ok := p[name]; ok {
-			return polycrate.Ptr(int(d.Milliseconds()))
+// fillTimings writes the phases the API has fields for, in milliseconds; the
+// time to first byte runs from the start of the check to the first byte of the
+// last answer: the earlier hops whole, the last one up to its first byte.
+func fillTimings(r *polycrate.CheckResult, all, earlier, last Phases) {
+	ms := func(i int) *int {
+		if all.Set[i] {
+			return polycrate.Ptr(int(all.D[i].Milliseconds()))
 		}
 		return nil
 	}
-	r.HTTPDNSLookupMS, r.HTTPTCPConnectMS, r.HTTPTLSHandshakeMS = ms("resolve"), ms("connect"), ms("tls")
-	if d, ok := p["processing"]; ok {
-		ttfb := d + p["connect"] + p["tls"] + p["resolve"]
+	r.HTTPDNSLookupMS, r.HTTPTCPConnectMS, r.HTTPTLSHandshakeMS = ms(PhaseResolve), ms(PhaseConnect), ms(PhaseTLS)
+	if last.Set[PhaseProcessing] {
+		ttfb := earlier.Total() + last.D[PhaseResolve] + last.D[PhaseConnect] + last.D[PhaseTLS] + last.D[PhaseProcessing]
 		r.HTTPTimeToFirstByteMS = polycrate.Ptr(int(ttfb.Milliseconds()))
 	}
 }

@@ -123,8 +123,11 @@ func fail(f Failure, detail string) *Failure {
 type Outcome struct {
 	Result   polycrate.CheckResult
 	Duration time.Duration
-	// Phases are the HTTP phase durations (resolve, connect, tls, processing, transfer).
-	Phases map[string]time.Duration
+	// Phases are the HTTP phase durations (resolve, connect, tls, processing,
+	// transfer), summed over the redirects followed.
+	Phases Phases
+	// Redirects is how many redirects an HTTP check followed.
+	Redirects int
 	// CertNotAfter is the earliest expiry of the peer's chain (TLS checks).
 	CertNotAfter time.Time
 	Failure      *Failure

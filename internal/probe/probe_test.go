@@ -173,8 +173,15 @@ func TestHTTP(t *testing.T) {
 			if *o.Result.StatusCode != 200 || *o.Result.HTTPResponseSizeBytes != len(okBody) || *o.Result.ResolvedIP != "127.0.0.1" {
 				t.Fatalf("%+v", o.Result)
 			}
-			if _, ok := o.Phases["connect"]; !ok || o.Result.HTTPTCPConnectMS == nil || o.Result.HTTPTimeToFirstByteMS == nil {
+			if _, ok := o.Phases.Get("connect"); !ok || o.Result.HTTPTCPConnectMS == nil || o.Result.HTTPTimeToFirstByteMS == nil {
 				t.Fatalf("no connect phase: %v", o.Phases)
+			}
+			// An IP address is dialled without a lookup: a resolve phase of zero, in the phases and in the API.
+			if d, ok := o.Phases.Get("resolve"); !ok || d != 0 || o.Result.HTTPDNSLookupMS == nil || *o.Result.HTTPDNSLookupMS != 0 {
+				t.Fatalf("an IP target's resolve phase: %v (set %v), API %v", d, ok, o.Result.HTTPDNSLookupMS)
+			}
+			if o.Redirects != 0 {
+				t.Fatalf("redirects %d without a redirect", o.Redirects)
 			}
 		}},
 		{name: "the user agent of the spec", spec: polycrate.HTTPSpec{Path: "/ok", UserAgent: polycrate.Ptr("probe-test")}},
@@ -598,5 +605,145 @@ func TestRetry(t *testing.T) {
 	expect(t, (&Prober{}).Run(context.Background(), tg), "unexpected_status_code")
 	if calls != 1 {
 		t.Fatalf("%d attempts", calls)
+	}
+}
+
+// TestHTTPRedirectRules: a redirect whose code the spec names (expected,
+// accepted or bad) ends the check with that answer — the seed's example 7
+// ("polycrate_endpoint_expected_status: 302") with the API's default
+// follow_redirect: true — while other redirects are followed to the end.
+func TestHTTPRedirectRules(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, "/login", http.StatusFound)
+	})
+	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login") })
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/nowhere", http.StatusMovedPermanently) })
+	mux.HandleFunc("/post", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/method-seen", http.StatusFound) })
+	mux.HandleFunc("/method-seen", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.Referer(), "/post") {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	p := &Prober{}
+	cases := []struct {
+		name      string
+		spec      polycrate.HTTPSpec
+		want      string
+		code      int
+		redirects int
+	}{
+		{"example 7: 302 expected, followed by default", polycrate.HTTPSpec{ExpectedStatusCode: 302}, "", 302, 0},
+		{"302 expected, following switched on explicitly", polycrate.HTTPSpec{ExpectedStatusCode: 302, FollowRedirect: polycrate.Ptr(true)}, "", 302, 0},
+		{"302 accepted beside the expected 200", polycrate.HTTPSpec{AcceptedStatusCodes: []int{302}}, "", 302, 0},
+		{"302 listed as bad", polycrate.HTTPSpec{BadStatusCodes: []int{302}}, "bad_status_code", 302, 0},
+		{"no 3xx named: followed to the login page", polycrate.HTTPSpec{}, "", 200, 1},
+		{"301 expected but the answer is a 302: followed, 200 is not 301", polycrate.HTTPSpec{ExpectedStatusCode: 301}, "unexpected_status_code", 200, 1},
+		{"followed to a 404", polycrate.HTTPSpec{Path: "/gone"}, "unexpected_status_code", 404, 1},
+		{"a POST redirected by a 302 becomes a GET with the Referer", polycrate.HTTPSpec{Path: "/post", Method: http.MethodPost}, "", 200, 1},
+		{"not followed: the redirect is the answer", polycrate.HTTPSpec{FollowRedirect: polycrate.Ptr(false)}, "unexpected_status_code", 302, 0},
+		{"no redirect allowed", polycrate.HTTPSpec{MaxRedirects: polycrate.Ptr(0)}, "too_many_redirects", 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := p.Run(context.Background(), httpTarget(t, srv.URL, c.spec))
+			expect(t, out, c.want)
+			got := 0
+			if out.Result.StatusCode != nil {
+				got = *out.Result.StatusCode
+			}
+			if got != c.code || out.Redirects != c.redirects {
+				t.Fatalf("status %d after %d redirects, want %d after %d (%v)", got, out.Redirects, c.code, c.redirects, out.Failure)
+			}
+		})
+	}
+}
+
+// TestHTTPSRedirectToAnotherHost: example.test → www.example.test, each host
+// with a certificate for itself only. Every hop is verified against its own
+// host (as a browser does), so the check is up; a hop whose certificate does
+// not name its host still fails.
+func TestHTTPSRedirectToAnotherHost(t *testing.T) {
+	now := time.Now()
+	apexCert, apexPool := certificate(t, "example.test", now.Add(-time.Hour), now.Add(40*24*time.Hour))
+	wwwCert, wwwPool := certificate(t, "www.example.test", now.Add(-time.Hour), now.Add(20*24*time.Hour))
+	www := tlsServer(t, wwwCert)
+	_, wwwPort := splitPort(t, strings.TrimPrefix(www.URL, "https://"))
+	redirectTo := func(host string) *httptest.Server {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, fmt.Sprintf("https://%s:%d/", host, wwwPort), http.StatusMovedPermanently)
+		}))
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{apexCert}, MinVersion: tls.VersionTLS12}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	apex, wrong := redirectTo("www.example.test"), redirectTo("shop.example.test")
+	_, apexPort := splitPort(t, strings.TrimPrefix(apex.URL, "https://"))
+	_, wrongPort := splitPort(t, strings.TrimPrefix(wrong.URL, "https://"))
+	dnsAddr := dnsServer(t, map[string]string{"example.test.": "127.0.0.1", "www.example.test.": "127.0.0.1", "shop.example.test.": "127.0.0.1"})
+	roots := apexPool.Clone()
+	roots.AddCert(wwwCert.Leaf)
+	_ = wwwPool
+	p := &Prober{RootCAs: roots, Resolver: resolverVia(dnsAddr)}
+	target := func(port int) Target {
+		return Target{ID: "e1", Kind: "http", Address: "example.test", Port: port,
+			Spec: polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{TLS: true, Timeout: 2}}}
+	}
+
+	out := p.Run(context.Background(), target(apexPort))
+	expect(t, out, "")
+	if out.Redirects != 1 || *out.Result.StatusCode != 200 || !*out.Result.HTTPTLSValid || *out.Result.HTTPTLSSubject != "www.example.test" {
+		t.Fatalf("redirects %d, result %+v", out.Redirects, out.Result)
+	}
+	// The TLS facts are those of the answer the check ended on (the www host's certificate, 20 days).
+	if got := *out.Result.HTTPTLSDaysUntilExpiry; got != 19 {
+		t.Fatalf("days until expiry %d, want the final host's 19", got)
+	}
+
+	// A redirect to shop.example.test, served with www's certificate: that hop fails for its own host.
+	out = p.Run(context.Background(), target(wrongPort))
+	expect(t, out, "tls_hostname_mismatch")
+	if !strings.Contains(out.Failure.Detail, "shop.example.test") {
+		t.Fatalf("the failure does not name the hop's host: %v", out.Failure)
+	}
+}
+
+// TestHTTPRedirectTimings: the phases of a redirected check are summed over the
+// hops (as blackbox_exporter sums them), not the last hop's alone.
+func TestHTTPRedirectTimings(t *testing.T) {
+	const wait = 150 * time.Millisecond
+	mux := http.NewServeMux()
+	mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(wait)
+		http.Redirect(w, r, "/b", http.StatusFound)
+	})
+	mux.HandleFunc("/b", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(wait)
+		http.Redirect(w, r, "/c", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/c", func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(wait)
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	out := (&Prober{}).Run(context.Background(), httpTarget(t, srv.URL, polycrate.HTTPSpec{Path: "/a"}))
+	expect(t, out, "")
+	processing, _ := out.Phases.Get("processing")
+	if out.Redirects != 2 || processing < 3*wait {
+		t.Fatalf("redirects %d, processing %s: want 2 redirects and at least %s (three hops)", out.Redirects, processing, 3*wait)
+	}
+	if ttfb := *out.Result.HTTPTimeToFirstByteMS; ttfb < int((3 * wait).Milliseconds()) {
+		t.Fatalf("time to first byte %d ms, want at least the three hops' %d ms", ttfb, (3 * wait).Milliseconds())
+	}
+	if connect, _ := out.Phases.Get("connect"); connect <= 0 || out.Phases.Total() > out.Duration {
+		t.Fatalf("connect %s, phases %s over a check of %s", connect, out.Phases.Total(), out.Duration)
 	}
 }

@@ -35,7 +35,6 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/names"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
 	"github.com/polycrate/polycrate-operator/internal/testutil/helmchart"
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
@@ -340,7 +339,7 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 		local.Spec.RemotePort, local.Spec.TLS, local.Spec.Interval = int32(target.Listener.Addr().(*net.TCPAddr).Port), ptr.To(false), 1 //nolint:gosec // a port
 		Expect(k8s.Create(ctx, local)).To(Succeed())
 		Eventually(func() float64 {
-			return specs.MetricValue("probe_success", map[string]string{"endpoint": names.EndpointAPI(ns, "127.0.0.1")})
+			return specs.MetricValue("probe_success", map[string]string{"endpoint_namespace": ns, "endpoint": local.Name})
 		}, specs.Timeout, specs.Poll).Should(Equal(1.0))
 		Expect(oe.API.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/", Method: "POST", Status: 400})).To(Succeed())
 		DeferCleanup(func() { Expect(oe.API.SetFaults()).To(Succeed()) })

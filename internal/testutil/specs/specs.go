@@ -5,11 +5,14 @@ package specs
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // test helpers
 	. "github.com/onsi/gomega"    //nolint:revive // test helpers
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -113,6 +116,16 @@ func OperatorSuite(o testutil.OperatorEnvOptions, ready func(*testutil.OperatorE
 		}
 	})
 	return true
+}
+
+// Scrape answers as the operator's /metrics does (controller-runtime's metrics
+// server: the registry, and an error in any collector fails the whole scrape
+// with a 500): the status code and the body.
+func Scrape() (int, string) {
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Code, rec.Body.String()
 }
 
 // MetricValue sums the samples of a metric in the operator's registry whose
