@@ -622,7 +622,9 @@ func TestHTTPRedirectRules(t *testing.T) {
 		http.Redirect(w, r, "/login", http.StatusFound)
 	})
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "login") })
-	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/nowhere", http.StatusMovedPermanently) })
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/nowhere", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/post", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/method-seen", http.StatusFound) })
 	mux.HandleFunc("/method-seen", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.Referer(), "/post") {
