@@ -356,16 +356,39 @@ var _ = Describe("the Helm chart", func() {
 		dryRun(on)
 	})
 
-	It("grants icmp checks unprivileged ping sockets only when asked (a safe sysctl, no capability)", func() {
+	It("grants icmp checks unprivileged ping sockets by default (a safe sysctl, no capability), and the Pod passes the restricted Pod Security level", func() {
 		psc := func(objs []*unstructured.Unstructured) map[string]any {
 			m, _, _ := unstructured.NestedMap(find(objs, "Deployment", "polycrate-operator").Object, "spec", "template", "spec", "securityContext")
 			return m
 		}
-		Expect(psc(mustRender(nil))).NotTo(HaveKey("sysctls"))
-		objs := mustRender(map[string]any{"monitoring": map[string]any{"icmp": map[string]any{"pingGroupRange": true}}})
+		objs := mustRender(nil)
 		Expect(psc(objs)["sysctls"]).To(Equal([]any{map[string]any{"name": "net.ipv4.ping_group_range", "value": "0 2147483647"}}))
 		Expect(psc(objs)["runAsNonRoot"]).To(BeTrue())
 		dryRun(objs)
+		Expect(psc(mustRender(map[string]any{"monitoring": map[string]any{"icmp": map[string]any{"pingGroupRange": false}}}))).NotTo(HaveKey("sysctls"))
+
+		// The kube-apiserver's own PodSecurity admission judges the Pod the
+		// Deployment makes, in a namespace that enforces the restricted level.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "psa-restricted", Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}}
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, ns))).To(Succeed())
+		podOf := func(objs []*unstructured.Unstructured) *corev1.Pod {
+			tmpl, _, _ := unstructured.NestedMap(find(objs, "Deployment", "polycrate-operator").Object, "spec", "template")
+			pod := &corev1.Pod{}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, pod)).To(Succeed())
+			pod.Namespace, pod.Name = ns.Name, "polycrate-operator-psa"
+			return pod
+		}
+		for name, values := range map[string]map[string]any{"defaults": nil, "every feature": allFeatures} {
+			Expect(k8s.Create(ctx, podOf(mustRender(values)), client.DryRunAll)).To(Succeed(), name)
+		}
+		// The admission is really on: an unsafe sysctl and a raw-socket capability are refused.
+		unsafe := podOf(objs)
+		unsafe.Spec.SecurityContext.Sysctls = append(unsafe.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: "net.core.somaxconn", Value: "1024"})
+		Expect(k8s.Create(ctx, unsafe, client.DryRunAll)).To(MatchError(ContainSubstring("violates PodSecurity \"restricted:latest\"")))
+		raw := podOf(objs)
+		raw.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_RAW"}
+		Expect(k8s.Create(ctx, raw, client.DryRunAll)).To(MatchError(ContainSubstring("unrestricted capabilities")))
 	})
 
 	It("ships a helm test that runs the health command against the Service", func() {
