@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -34,6 +35,7 @@ type runOptions struct {
 	compression      bool
 	installCRDs      bool
 	secretNamespaces []string
+	checkDNSServer   string
 	zapOpts          zap.Options
 }
 
@@ -82,6 +84,11 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
   polycrate-operator run --metrics-bind-address :8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.checkDNSServer != "" {
+				if _, _, err := net.SplitHostPort(o.checkDNSServer); err != nil {
+					return fmt.Errorf("--check-dns-server %q: want host:port (%w)", o.checkDNSServer, err)
+				}
+			}
 			// The level is atomic so the API's cluster record (operator_loglevel) can change it live.
 			level, ok := o.zapOpts.Level.(uzap.AtomicLevel)
 			if !ok {
@@ -130,7 +137,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
 				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
 				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport,
-				SecretNamespaces: o.secretNamespaces, Fence: fence.Check}); err != nil {
+				SecretNamespaces: o.secretNamespaces, Fence: fence.Check, CheckDNSServer: o.checkDNSServer}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
@@ -157,6 +164,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	f.DurationVar(&o.mgr.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
 	f.DurationVar(&o.mgr.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	f.StringSliceVar(&o.secretNamespaces, "secret-namespaces", nil, "limit what the operator does with Secrets (meta-Secrets, S3Bucket credentials) to these namespaces, for clusters that grant it Secrets by namespaced Roles (chart value rbac.secretNamespaces); empty: cluster-wide")
+	f.StringVar(&o.checkDNSServer, "check-dns-server", "", "resolve the host names of endpoint checks through this DNS server (host:port, UDP with TCP fallback) instead of the Pod's resolver: split-horizon DNS, or names that only a local server knows (the demo, the end-to-end tests)")
 	f.DurationVar(&o.mgr.GracefulShutdownTimeout, "graceful-shutdown-timeout", manager.DefaultGracefulShutdown, "how long controllers may take to finish on shutdown")
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")

@@ -47,6 +47,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/preflight"
+	"github.com/polycrate/polycrate-operator/internal/probe"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
 )
 
@@ -85,6 +86,9 @@ type Options struct {
 	// Fence refuses the leader's API requests while its leadership is not
 	// confirmed (internal/manager's Fence.Check; nil: never).
 	Fence func() error
+	// CheckDNSServer resolves the host names of endpoint checks through this DNS
+	// server (host:port) instead of the host's resolver (run --check-dns-server).
+	CheckDNSServer string
 }
 
 // Operator is what Setup built; tests and later controllers use its parts.
@@ -263,6 +267,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
+	if o.CheckDNSServer != "" {
+		op.Monitor.Prober.Resolver = probe.ResolverVia(o.CheckDNSServer)
+	}
 	certDir := o.DNS01CertDir
 	if certDir == "" {
 		certDir = "/tls"

@@ -143,6 +143,16 @@ type Prober struct {
 	ICMP ICMPMode
 }
 
+// ResolverVia is a resolver that asks the DNS server at addr (host:port) for
+// every name (Go's resolver: UDP, TCP when the answer is truncated), whatever
+// the host's /etc/resolv.conf says.
+func ResolverVia(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+}
+
 // Run checks t once (with the spec's retries): it returns when the check is done
 // or ctx ends, never later than the kind's timeout per attempt.
 func (p *Prober) Run(ctx context.Context, t Target) Outcome {
