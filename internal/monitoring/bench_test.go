@@ -173,8 +173,28 @@ func counterSum(v *prometheus.CounterVec) float64 {
 
 // cacheLike makes the fake client behave as the informer cache does for the
 // agent's one lookup (Endpoints by API id: an index, not a scan of every object,
-// which the fake client would do), and counts status writes.
+// which the fake client would do; with UnsafeDisableDeepCopy the stored object
+// itself, not the fake client's serialised copy), and counts status writes.
 func cacheLike(keys map[string]client.ObjectKey, writes *atomic.Int64) interceptor.Funcs {
+	var mu sync.Mutex
+	store := map[string]*v1.Endpoint{} // by API id, as the informer holds them
+	stored := func(ctx context.Context, c client.Client, id string, refresh bool) (*v1.Endpoint, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ep, ok := store[id]; ok && !refresh {
+			return ep, nil
+		}
+		key, ok := keys[id]
+		if !ok {
+			return nil, nil
+		}
+		ep := &v1.Endpoint{}
+		if err := c.Get(ctx, key, ep); err != nil {
+			return nil, err
+		}
+		store[id] = ep
+		return ep, nil
+	}
 	return interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			o := &client.ListOptions{}
@@ -188,19 +208,28 @@ func cacheLike(keys map[string]client.ObjectKey, writes *atomic.Int64) intercept
 				return c.List(ctx, list, opts...)
 			}
 			eps.Items = nil
-			if key, ok := keys[id]; ok {
-				ep := &v1.Endpoint{}
-				if err := c.Get(ctx, key, ep); err != nil {
-					return err
-				}
+			ep, err := stored(ctx, c, id, false)
+			if err != nil || ep == nil {
+				return err
+			}
+			if o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy {
 				eps.Items = append(eps.Items, *ep)
+			} else {
+				eps.Items = append(eps.Items, *ep.DeepCopy())
 			}
 			return nil
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch,
 			opts ...client.SubResourcePatchOption) error {
 			writes.Add(1)
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			if ep, ok := obj.(*v1.Endpoint); ok {
+				_, err := stored(ctx, c, ep.Status.APIID, true) // the informer sees the write
+				return err
+			}
+			return nil
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -10,10 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -162,22 +164,16 @@ type hop struct {
 	remote                                                                        string
 }
 
-// do sends one request to u and returns the answer without following it.
+// do sends one request to u on a connection of its own and returns the answer
+// without following it. It speaks HTTP/1.1 itself with the standard library's
+// request writer and response reader on one connection and one goroutine: no
+// http.Transport, whose connection pool, dialling goroutine and read and write
+// loops a check that never reuses a connection does not need (they were most of
+// a check's CPU besides the kernel's; docs/monitoring.md, "Performance").
+// Keep-alive probes are off (the connection lives for one request); the body's
+// Close closes the connection.
 func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer string) (*http.Response, error) {
-	trace := &httptrace.ClientTrace{
-		DNSStart:          func(httptrace.DNSStartInfo) { h.dnsStart = time.Now() },
-		DNSDone:           func(httptrace.DNSDoneInfo) { h.dnsDone = time.Now() },
-		ConnectStart:      func(string, string) { h.connStart = time.Now() },
-		ConnectDone:       func(string, string, error) { h.connDone = time.Now() },
-		TLSHandshakeStart: func() { h.tlsStart = time.Now() },
-		TLSHandshakeDone:  func(tls.ConnectionState, error) { h.tlsDone = time.Now() },
-		GotConn: func(ci httptrace.GotConnInfo) {
-			h.gotConn = time.Now()
-			h.remote = ci.Conn.RemoteAddr().String()
-		},
-		GotFirstResponseByte: func() { h.firstByte = time.Now() },
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, fail(ErrInvalidSpec, err.Error())
 	}
@@ -185,18 +181,125 @@ func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer str
 	if referer != "" {
 		req.Header.Set("Referer", referer)
 	}
-	dialer := &net.Dialer{Resolver: h.prober.Resolver}
-	transport := &http.Transport{
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     h.prober.tlsConfig(u.Hostname(), h.ignoreTLS, &h.verified),
-		DisableKeepAlives:   true,
-		DisableCompression:  true,
-		TLSHandshakeTimeout: h.timeout,
-		ForceAttemptHTTP2:   false,
-		MaxIdleConns:        -1,
+	req.Close = true // "Connection: close": one request per connection
+
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
 	}
-	defer transport.CloseIdleConnections()
-	return transport.RoundTrip(req)
+	addrs := []string{host}
+	if _, err := netip.ParseAddr(host); err != nil {
+		resolver := h.prober.Resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		h.dnsStart = time.Now()
+		addrs, err = resolver.LookupHost(ctx, host)
+		h.dnsDone = time.Now()
+		if err != nil {
+			return nil, err
+		}
+	}
+	h.connStart = time.Now()
+	dialer := net.Dialer{KeepAlive: -1}
+	var conn net.Conn
+	for _, a := range addrs { // in the resolver's order, as Go's dialer tries them
+		if conn, err = dialer.DialContext(ctx, "tcp", net.JoinHostPort(a, port)); err == nil {
+			break
+		}
+	}
+	h.connDone = time.Now()
+	if err != nil {
+		return nil, err
+	}
+	h.remote = conn.RemoteAddr().String()
+	// The check's deadline bounds every read and write; a cancelled check (the
+	// agent stops) ends at once.
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	closeConn := func() { stop(); _ = conn.Close() }
+
+	var state *tls.ConnectionState
+	if u.Scheme == "https" {
+		h.tlsStart = time.Now()
+		tc := tls.Client(conn, h.prober.tlsConfig(host, h.ignoreTLS, &h.verified))
+		err := tc.Handshake() // bounded by the connection's deadline
+		h.tlsDone = time.Now()
+		if err != nil {
+			closeConn()
+			return nil, err
+		}
+		cs := tc.ConnectionState()
+		state, conn = &cs, tc
+	}
+	h.gotConn = time.Now()
+	tconn := &firstByteConn{Conn: conn, at: &h.firstByte}
+	bw := writerBuffers.Get().(*bufio.Writer)
+	bw.Reset(tconn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	writerBuffers.Put(bw)
+	if err != nil {
+		closeConn()
+		return nil, err
+	}
+	br := readerBuffers.Get().(*bufio.Reader)
+	br.Reset(tconn)
+	release := func() { br.Reset(nil); readerBuffers.Put(br) }
+	var resp *http.Response
+	for {
+		if resp, err = http.ReadResponse(br, req); err != nil {
+			closeConn()
+			release()
+			return nil, err
+		}
+		// 1xx answers precede the real one (101 is final: a protocol switch).
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		break
+	}
+	resp.TLS = state
+	resp.Body = &connBody{ReadCloser: resp.Body, closeConn: closeConn, release: release}
+	return resp, nil
+}
+
+// firstByteConn notes when the first byte of the answer arrived.
+type firstByteConn struct {
+	net.Conn
+	at *time.Time
+}
+
+func (c *firstByteConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.at.IsZero() {
+		*c.at = time.Now()
+	}
+	return n, err
+}
+
+// connBody closes the connection with the body — first, so that the body's
+// Close does not read the rest of an answer the check stopped reading — and
+// then gives the reader's buffer back.
+type connBody struct {
+	io.ReadCloser
+	closeConn, release func()
+}
+
+func (b *connBody) Close() error {
+	if b.closeConn == nil {
+		return nil
+	}
+	b.closeConn()
+	_ = b.ReadCloser.Close()
+	b.release()
+	b.closeConn, b.release = nil, nil
+	return nil
 }
 
 // times are the hop's phases up to end (zero: the hop ended without an answer).
@@ -341,10 +444,20 @@ func expectedCodes(s *polycrate.HTTPSpec) string {
 	return strings.Trim(fmt.Sprint(slices.Compact(all)), "[]")
 }
 
+// Buffers of a check, reused across checks: at 200 checks a second, 21 KiB of
+// fresh buffers per check were most of what the garbage collector had to do.
+var (
+	bodyBuffers   = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+	readerBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+	writerBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 512) }}
+)
+
 // readBody reads at most MaxBodyBytes, looking for expected on the way (across
 // chunk borders); it keeps no more than one buffer and the expected string.
 func readBody(body io.Reader, expected string) (int64, bool, *Failure) {
-	buf := make([]byte, 16<<10)
+	bp := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(bp)
+	buf := *bp
 	var tail []byte
 	want := []byte(expected)
 	matched := len(want) == 0
