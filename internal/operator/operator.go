@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +91,8 @@ type Options struct {
 	// server (host:port) instead of the host's resolver (run --check-dns-server).
 	CheckDNSServer string
 }
+
+var klogOnce sync.Once
 
 // Operator is what Setup built; tests and later controllers use its parts.
 type Operator struct {
@@ -289,8 +292,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}
 	// The cloud controller: k8s.io/cloud-provider's own controllers with the
 	// operator's Provider (internal/cloud); they log through klog, which logs
-	// through the manager's logger.
-	klog.SetLogger(mgr.GetLogger().WithName("cloud-provider"))
+	// through the manager's logger. klog's logger is the process's: set once
+	// (an operator started again in one process, as the suites restart it, would
+	// race the running event broadcasters that read it).
+	klogOnce.Do(func() { klog.SetLogger(mgr.GetLogger().WithName("cloud-provider")) })
 	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, err
