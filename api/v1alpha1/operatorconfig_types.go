@@ -341,6 +341,15 @@ type ExternalDNSWebhookConfig struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	Port int32 `json:"port,omitempty"`
+	// DomainFilter bounds the names the provider serves and writes to these
+	// domains and the names under them (empty: every zone the agent token
+	// sees). A plan touching a name outside is refused whole.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9*_]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?$`
+	// +listType=set
+	// +optional
+	DomainFilter []string `json:"domain_filter,omitempty"`
 }
 
 // OperatorConfigStatus is what the operator resolved from its configuration.

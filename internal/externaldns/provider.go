@@ -56,10 +56,66 @@ var Types = []string{"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "NS", "CAA"}
 // which external-dns does not retry. Other failures are the API's (5xx, retried).
 var ErrInvalid = errors.New("invalid change")
 
+// Ownership. external-dns's webhook protocol has no authentication (it is made
+// for a sidecar on localhost); served as a Service, whoever reaches the port
+// could rewrite every zone the agent token sees. So the provider changes and
+// deletes only records external-dns made through it: those it labels
+// WriterLabel=WriterExternalDNS when it creates them, and — for records made
+// before the label existed — those beside which external-dns keeps its TXT
+// ownership record ("heritage=external-dns", at the record's name or, in
+// external-dns's newer format, at "<type>-<name>"), and those TXT ownership
+// records themselves. It never writes a name under _acme-challenge (the DNS01
+// solver's challenges: whoever writes them can have certificates issued for
+// the organization's names), and never outside the OperatorConfig's
+// external_dns_webhook.domain_filter. A plan that would touch anything else is
+// refused whole with a 4xx naming the record; nothing of it is written.
+const (
+	WriterLabel       = "polycrate.io/dns-writer"
+	WriterExternalDNS = "external-dns"
+	heritage          = "heritage=external-dns"
+	acmeChallenge     = "_acme-challenge"
+)
+
 // Provider maps external-dns's endpoints to the API's DNS records.
 type Provider struct {
 	// Client is the operator's API connection (nil while not connected).
 	Client func() *polycrate.Client
+	// Filter is external_dns_webhook.domain_filter: the domains the provider
+	// serves and writes (nil: every zone the token sees).
+	Filter func() []string
+}
+
+// filter is the configured domain filter, normalized (nil: no filter).
+func (p *Provider) filter() []string {
+	if p.Filter == nil {
+		return nil
+	}
+	var out []string
+	for _, d := range p.Filter() {
+		if d = normalize(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// inFilter: the name is one of the filter's domains or under one.
+func inFilter(filter []string, name string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, d := range filter {
+		if name == d || strings.HasSuffix(name, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// isChallenge: the name is a DNS01 challenge name (_acme-challenge.<domain>).
+func isChallenge(name string) bool {
+	first, _, _ := strings.Cut(name, ".")
+	return first == acmeChallenge
 }
 
 func (p *Provider) client() (*polycrate.Client, error) {
@@ -82,11 +138,17 @@ func (p *Provider) zones(ctx context.Context, c *polycrate.Client) ([]polycrate.
 	return zones, nil
 }
 
-// DomainFilter is every zone the token sees.
+// DomainFilter is the configured domain filter, or every zone the token sees.
 func (p *Provider) DomainFilter(ctx context.Context) (DomainFilter, error) {
 	c, err := p.client()
 	if err != nil {
 		return DomainFilter{}, err
+	}
+	if filter := p.filter(); len(filter) > 0 {
+		f := DomainFilter{Include: slices.Clone(filter)}
+		sort.Strings(f.Include)
+		f.Include = slices.Compact(f.Include)
+		return f, nil
 	}
 	zones, err := p.zones(ctx, c)
 	if err != nil {
@@ -169,6 +231,7 @@ type record struct {
 	typ    string
 	target string
 	ttl    int
+	own    bool // external-dns made it through this provider (see WriterLabel)
 }
 
 // records lists every record of the supported types in the zones.
@@ -184,11 +247,33 @@ func (p *Provider) records(ctx context.Context, c *polycrate.Client, zones []pol
 			if !slices.Contains(Types, r.Type) {
 				continue
 			}
+			label, _ := r.Labels[WriterLabel].(string)
 			out = append(out, record{id: r.ID, zone: z, name: absolute(r.Name, z.Name), typ: r.Type,
-				target: targetOf(r.Type, r.Content, r.Priority), ttl: r.TTL})
+				target: targetOf(r.Type, r.Content, r.Priority), ttl: r.TTL, own: label == WriterExternalDNS})
+		}
+	}
+	// Records made before the label: external-dns's TXT ownership records, and
+	// the records they stand beside.
+	owned := map[string]bool{}
+	for i := range out {
+		if r := &out[i]; r.typ == "TXT" && strings.Contains(r.target, heritage) {
+			r.own = true
+			owned[r.name] = true
+		}
+	}
+	for i := range out {
+		r := &out[i]
+		if !r.own && (owned[r.name] || owned[strings.ToLower(r.typ)+"-"+r.name]) {
+			r.own = true
 		}
 	}
 	return out, nil
+}
+
+// refused is a change the provider never makes (a record it does not own, a
+// DNS01 challenge name, a name outside the domain filter).
+func refused(what, why string) error {
+	return fmt.Errorf("%w: refused %s: %s; nothing of the plan was written", ErrInvalid, what, why)
 }
 
 // targetOf is external-dns's target of an API record: MX and SRV carry their
@@ -247,9 +332,13 @@ func (p *Provider) Records(ctx context.Context) ([]*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	filter := p.filter()
 	byKey := map[[2]string]*Endpoint{}
 	var out []*Endpoint
 	for _, r := range recs {
+		if !inFilter(filter, r.name) {
+			continue // not served: external-dns never sees, so never plans for, names outside the filter
+		}
 		k := [2]string{r.name, r.typ}
 		ep := byKey[k]
 		if ep == nil {
@@ -315,18 +404,33 @@ func (p *Provider) ApplyChanges(ctx context.Context, ch *Changes) error {
 		return err
 	}
 	existing := map[string]record{} // name|type|target → record
+	foreign := map[string]string{}  // name|type → a record of that set external-dns does not own
 	for _, r := range recs {
 		existing[r.name+"|"+r.typ+"|"+r.target] = r
+		if !r.own {
+			foreign[r.name+"|"+r.typ] = r.target
+		}
 	}
+	filter := p.filter()
 	var writes []write
 	plan := func(ep *Endpoint, targets []string, create bool) error {
 		name := normalize(ep.DNSName)
 		if !slices.Contains(Types, ep.RecordType) {
 			return fmt.Errorf("%w: %s record %s: the provider writes %s", ErrInvalid, ep.RecordType, name, strings.Join(Types, ", "))
 		}
+		switch {
+		case isChallenge(name):
+			return refused(ep.RecordType+" "+name, "names under _acme-challenge are the DNS01 solver's challenges, never external-dns's")
+		case !inFilter(filter, name):
+			return refused(ep.RecordType+" "+name, "it is outside external_dns_webhook.domain_filter ("+strings.Join(filter, ", ")+")")
+		}
 		zone := zoneFor(zones, name)
 		if zone == nil {
 			return fmt.Errorf("%w: %s is in no DNS zone the agent token sees", ErrInvalid, name)
+		}
+		if t, ok := foreign[name+"|"+ep.RecordType]; ok && create && len(targets) > 0 {
+			return refused("writing "+ep.RecordType+" "+name, fmt.Sprintf("its record %s %s %s was not made by external-dns through this provider "+
+				"(no %s=%s label, no external-dns ownership TXT record beside it)", ep.RecordType, name, t, WriterLabel, WriterExternalDNS))
 		}
 		for _, t := range targets {
 			content, prio, err := contentOf(ep.RecordType, t)
@@ -335,12 +439,17 @@ func (p *Provider) ApplyChanges(ctx context.Context, ch *Changes) error {
 			}
 			key := name + "|" + ep.RecordType + "|" + targetOf(ep.RecordType, content, prio)
 			r, exists := existing[key]
+			if exists && !create && r.id != "" && !r.own {
+				return refused("deleting "+ep.RecordType+" "+name+" "+t, fmt.Sprintf("the record was not made by external-dns through this provider "+
+					"(no %s=%s label, no external-dns ownership TXT record beside it)", WriterLabel, WriterExternalDNS))
+			}
 			switch {
 			case create && !exists:
 				req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: relative(name, zone.Name), Type: ep.RecordType, Content: content,
-					Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator"}
+					Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator",
+					Common: polycrate.Common{Labels: map[string]string{WriterLabel: WriterExternalDNS}}}
 				writes = append(writes, write{create: req, what: "creating " + ep.RecordType + " " + name + " " + t})
-				existing[key] = record{}
+				existing[key] = record{own: true}
 			case create && exists && ep.RecordTTL > 0 && r.id != "" && int64(r.ttl) != ep.RecordTTL:
 				writes = append(writes, write{update: &updateTTL{id: r.id, ttl: int(ep.RecordTTL)}, what: "setting the TTL of " + ep.RecordType + " " + name})
 			case !create && exists && r.id != "":

@@ -26,12 +26,13 @@ import (
 )
 
 type fixture struct {
-	t       *testing.T
-	url     string
-	apiURL  string
-	api     *emulator.Server
-	client  *polycrate.Client
-	dnsAddr string
+	t        *testing.T
+	provider *externaldns.Provider
+	url      string
+	apiURL   string
+	api      *emulator.Server
+	client   *polycrate.Client
+	dnsAddr  string
 }
 
 // start runs the emulator (with DNS) and the provider's handler as external-dns
@@ -61,7 +62,7 @@ func start(t *testing.T, connected bool) *fixture {
 	}}
 	srv := httptest.NewServer(externaldns.Handler(p, testr.New(t)))
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, url: srv.URL, apiURL: apiSrv.URL, api: api, client: c, dnsAddr: dnsAddr}
+	return &fixture{t: t, provider: p, url: srv.URL, apiURL: apiSrv.URL, api: api, client: c, dnsAddr: dnsAddr}
 }
 
 // do sends a request as external-dns's webhook client does.
@@ -356,4 +357,145 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestOnlyItsOwnRecords: whoever reaches the webhook port can send a plan; the
+// provider changes and deletes only records external-dns made through it, never
+// a DNS01 challenge, never outside the domain filter — each such plan is refused
+// whole (a 4xx naming the record) and the API is unchanged — while external-dns's
+// normal life of its own records (and of records it made before the label,
+// beside its TXT ownership record) goes on.
+func TestOnlyItsOwnRecords(t *testing.T) {
+	f := start(t, true)
+	ctx := context.Background()
+	zone, err := f.client.ResolveZone(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHand := func(name, typ, content string) {
+		t.Helper()
+		if _, err := f.client.DNSRecords().Create(ctx, polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: name, Type: typ, Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byHand("mail", "A", "192.0.2.25")                           // a person's record
+	byHand("_acme-challenge.shop", "TXT", "challenge-token")    // the DNS01 solver's
+	byHand("legacy", "A", "192.0.2.60")                         // external-dns's, from before the label …
+	byHand("a-legacy", "TXT", owner)                            // … beside its ownership record
+	own := externaldns.Changes{Create: []*externaldns.Endpoint{ // external-dns's own, through the provider
+		{DNSName: "shop.example.com", RecordType: "A", Targets: []string{"192.0.2.10"}},
+		{DNSName: "a-shop.example.com", RecordType: "TXT", Targets: []string{owner}}}}
+	if code, body := f.apply(own); code != http.StatusNoContent {
+		t.Fatalf("external-dns's create: %d %s", code, body)
+	}
+	before := f.records()
+	// Created records carry the writer label.
+	rows, err := f.client.DNSRecords().List(ctx, polycrate.Query("dns_zone", zone.ID, "name_exact", "shop", "type", "A"))
+	if err != nil || len(rows) != 1 || rows[0].Labels[externaldns.WriterLabel] != externaldns.WriterExternalDNS {
+		t.Fatalf("the created record's labels: %+v (%v)", rows, err)
+	}
+
+	shopUpdate := func(ttl int64) ([]*externaldns.Endpoint, []*externaldns.Endpoint) {
+		return []*externaldns.Endpoint{{DNSName: "shop.example.com", RecordType: "A", Targets: []string{"192.0.2.10"}}},
+			[]*externaldns.Endpoint{{DNSName: "shop.example.com", RecordType: "A", Targets: []string{"192.0.2.11"}, RecordTTL: ttl}}
+	}
+	old, nw := shopUpdate(120)
+	cases := []struct {
+		name string
+		ch   externaldns.Changes
+		msg  string
+	}{
+		{"deleting a record a person made", externaldns.Changes{Delete: []*externaldns.Endpoint{
+			{DNSName: "mail.example.com", RecordType: "A", Targets: []string{"192.0.2.25"}}}},
+			"refused deleting A mail.example.com 192.0.2.25: the record was not made by external-dns"},
+		{"changing a record a person made", externaldns.Changes{
+			UpdateOld: []*externaldns.Endpoint{{DNSName: "mail.example.com", RecordType: "A", Targets: []string{"192.0.2.25"}}},
+			UpdateNew: []*externaldns.Endpoint{{DNSName: "mail.example.com", RecordType: "A", Targets: []string{"203.0.113.66"}}}},
+			"refused deleting A mail.example.com 192.0.2.25"},
+		{"adding a target to a person's record set", externaldns.Changes{Create: []*externaldns.Endpoint{
+			{DNSName: "mail.example.com", RecordType: "A", Targets: []string{"203.0.113.66"}}}},
+			"refused writing A mail.example.com: its record A mail.example.com 192.0.2.25 was not made by external-dns"},
+		{"deleting a DNS01 challenge", externaldns.Changes{Delete: []*externaldns.Endpoint{
+			{DNSName: "_acme-challenge.shop.example.com", RecordType: "TXT", Targets: []string{"challenge-token"}}}},
+			"refused TXT _acme-challenge.shop.example.com: names under _acme-challenge are the DNS01 solver's"},
+		{"creating a DNS01 challenge (a certificate for the organization's names)", externaldns.Changes{Create: []*externaldns.Endpoint{
+			{DNSName: "_acme-challenge.www.example.com", RecordType: "TXT", Targets: []string{"attacker-token"}}}},
+			"refused TXT _acme-challenge.www.example.com"},
+		{"a hand-made deletion hidden in an otherwise good plan", externaldns.Changes{UpdateOld: old, UpdateNew: nw,
+			Delete: []*externaldns.Endpoint{{DNSName: "mail.example.com", RecordType: "A", Targets: []string{"192.0.2.25"}}}},
+			"refused deleting A mail.example.com"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, body := f.apply(c.ch)
+			if code != http.StatusBadRequest || !strings.Contains(body, c.msg) || !strings.Contains(body, "nothing of the plan was written") {
+				t.Fatalf("%d %s; want 400 %q", code, body, c.msg)
+			}
+			if after := f.records(); !equalMaps(after, before) {
+				t.Fatalf("the API changed:\n%v\nwas\n%v", after, before)
+			}
+		})
+	}
+
+	// external-dns's normal life goes on: its own record updated (TTL and
+	// target), the one from before the label deleted with its ownership record.
+	if code, body := f.apply(externaldns.Changes{UpdateOld: old, UpdateNew: nw}); code != http.StatusNoContent {
+		t.Fatalf("update of its own record: %d %s", code, body)
+	}
+	if got := f.records()["shop.example.com A"]; got != "192.0.2.11 ttl 120" {
+		t.Fatalf("after the update: %q", got)
+	}
+	if code, body := f.apply(externaldns.Changes{Delete: []*externaldns.Endpoint{
+		{DNSName: "legacy.example.com", RecordType: "A", Targets: []string{"192.0.2.60"}},
+		{DNSName: "a-legacy.example.com", RecordType: "TXT", Targets: []string{owner}}}}); code != http.StatusNoContent {
+		t.Fatalf("delete of a record owned through its TXT record: %d %s", code, body)
+	}
+	after := f.records()
+	if _, ok := after["legacy.example.com A"]; ok || after["mail.example.com A"] != "192.0.2.25 ttl 3600" ||
+		after["_acme-challenge.shop.example.com TXT"] != "challenge-token ttl 3600" {
+		t.Fatalf("after external-dns's changes: %v", after)
+	}
+}
+
+// TestDomainFilter: with external_dns_webhook.domain_filter the provider
+// serves and writes only those domains.
+func TestDomainFilter(t *testing.T) {
+	f := start(t, true)
+	f.provider.Filter = func() []string { return []string{"Shop.Example.com."} }
+	code, _, body := f.do("GET", "/", nil)
+	if code != http.StatusOK || strings.TrimSpace(string(body)) != `{"include":["shop.example.com"]}` {
+		t.Fatalf("negotiation: %d %s", code, body)
+	}
+	if code, body := f.apply(externaldns.Changes{Create: []*externaldns.Endpoint{
+		{DNSName: "www.shop.example.com", RecordType: "A", Targets: []string{"192.0.2.1"}}}}); code != http.StatusNoContent {
+		t.Fatalf("inside the filter: %d %s", code, body)
+	}
+	before := f.records()
+	code2, body2 := f.apply(externaldns.Changes{Create: []*externaldns.Endpoint{
+		{DNSName: "www.shop.example.com", RecordType: "AAAA", Targets: []string{"2001:db8::1"}},
+		{DNSName: "www.example.com", RecordType: "A", Targets: []string{"192.0.2.2"}}}})
+	if code2 != http.StatusBadRequest || !strings.Contains(body2, "refused A www.example.com: it is outside external_dns_webhook.domain_filter (shop.example.com)") {
+		t.Fatalf("outside the filter: %d %s", code2, body2)
+	}
+	if after := f.records(); !equalMaps(after, before) {
+		t.Fatalf("the API changed: %v", after)
+	}
+	// Records outside the filter are not served.
+	for name := range before {
+		if !strings.HasSuffix(strings.Fields(name)[0], "shop.example.com") {
+			t.Fatalf("served outside the filter: %s", name)
+		}
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }

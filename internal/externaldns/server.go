@@ -214,7 +214,13 @@ func (s *Server) serve(ctx context.Context, port int) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: Handler(&Provider{Client: s.Conn.Client}, s.Log), ReadHeaderTimeout: 10 * time.Second,
+	provider := &Provider{Client: s.Conn.Client, Filter: func() []string {
+		if snap := s.Config.Get(); snap != nil {
+			return snap.Spec.ExternalDNSWebhook.DomainFilter
+		}
+		return nil
+	}}
+	srv := &http.Server{Handler: Handler(provider, s.Log), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * requestTimeout}
 	go func() {
 		<-ctx.Done()

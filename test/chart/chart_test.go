@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -205,6 +206,55 @@ var _ = Describe("the Helm chart", func() {
 		Expect(psc["seccompProfile"]).To(Equal(map[string]any{"type": "RuntimeDefault"}))
 		Expect(ctr["args"]).To(ContainElement("--leader-elect"))
 		Expect(ctr["args"]).NotTo(ContainElement("--install-crds=false"))
+	})
+
+	It("admits only external-dns's Pods to the external-dns webhook by default, keeps the other ports' rules, and widens as documented", func() {
+		ingress := func(objs []*unstructured.Unstructured) []networkingv1.NetworkPolicyIngressRule {
+			np := find(objs, "NetworkPolicy", "polycrate-operator")
+			Expect(np).NotTo(BeNil(), "no NetworkPolicy")
+			var spec networkingv1.NetworkPolicySpec
+			m, _, _ := unstructured.NestedMap(np.Object, "spec")
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec)).To(Succeed())
+			Expect(spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
+			return spec.Ingress
+		}
+		rule := func(rules []networkingv1.NetworkPolicyIngressRule, port int) *networkingv1.NetworkPolicyIngressRule {
+			for i := range rules {
+				for _, p := range rules[i].Ports {
+					if p.Port != nil && p.Port.IntValue() == port {
+						return &rules[i]
+					}
+				}
+			}
+			return nil
+		}
+		// Defaults: the webhook is on, so is its policy.
+		objs := mustRender(nil)
+		dryRun(objs)
+		rules := ingress(objs)
+		webhook := rule(rules, 8888)
+		Expect(webhook).NotTo(BeNil())
+		Expect(webhook.From).To(HaveLen(2))
+		for _, peer := range webhook.From {
+			Expect(peer.NamespaceSelector).To(Equal(&metav1.LabelSelector{}), "external-dns may run in any namespace")
+			Expect(peer.PodSelector).NotTo(BeNil(), "a peer without a pod selector admits every Pod")
+		}
+		Expect([]map[string]string{webhook.From[0].PodSelector.MatchLabels, webhook.From[1].PodSelector.MatchLabels}).To(ConsistOf(
+			map[string]string{"app.kubernetes.io/name": "external-dns"}, map[string]string{"app": "external-dns"}))
+		for _, port := range []int{8080, 8081} {
+			Expect(rule(rules, port)).NotTo(BeNil(), "port %d", port)
+			Expect(rule(rules, port).From).To(BeEmpty(), "port %d keeps its own rule: open to every source", port)
+		}
+		// Widened as documented: the whole cluster.
+		wide := mustRender(map[string]any{"externalDNSWebhook": map[string]any{"networkPolicy": map[string]any{
+			"from": []any{map[string]any{"namespaceSelector": map[string]any{}}}}}})
+		dryRun(wide)
+		Expect(rule(ingress(wide), 8888).From).To(Equal([]networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}))
+		// Switched off, with networkPolicy.enabled false: no policy at all.
+		off := mustRender(map[string]any{"externalDNSWebhook": map[string]any{"networkPolicy": map[string]any{"enabled": false}}})
+		Expect(find(off, "NetworkPolicy", "polycrate-operator")).To(BeNil())
+		// The webhook off: nothing to guard, no policy by default.
+		Expect(find(mustRender(map[string]any{"externalDNSWebhook": map[string]any{"enabled": false}}), "NetworkPolicy", "polycrate-operator")).To(BeNil())
 	})
 
 	It("renders with every feature on, and the API server accepts every object", func() {

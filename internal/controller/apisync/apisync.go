@@ -421,11 +421,15 @@ func (r *Reconciler[O, P]) synced(obj O, st v1.SyncState, hash string, wrote boo
 	r.Events("Sync").Ready(obj, metav1.ConditionTrue, v1.ReasonSynced, "synced to the Polycrate API as "+st.APIID, failedBefore)
 }
 
+// waiting records a change the API has not confirmed (parked behind the open
+// circuit breaker, waiting for the connection or the local cluster): Pending,
+// whatever the phase was, so that the generation is not observed (the patcher
+// marks it only for Synced) and the PHASE column, the objects metric and a
+// generation-based health check (Argo CD, Flux) do not call it done. An
+// unchanged object never gets here: it is synced without an API call.
 func (r *Reconciler[O, P]) waiting(obj O, reason, msg string) {
 	st := obj.SyncState()
-	if st.Phase == "" || st.Phase == v1.PhaseError {
-		st.Phase = v1.PhasePending
-	}
+	st.Phase = v1.PhasePending
 	st.Message = msg
 	obj.SetSyncState(st)
 	r.Events("Sync").Ready(obj, metav1.ConditionFalse, reason, msg, false)

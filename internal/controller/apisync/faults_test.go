@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -91,6 +92,68 @@ var _ = Describe("Sync under faults", func() {
 			if e.Regarding.Name == ep.Name && e.Reason == v1.ReasonAPIUnavailable {
 				Expect(e.Series).To(BeNil(), "the retries repeated the event")
 			}
+		}
+	})
+
+	It("calls a change parked behind the open circuit breaker pending, never synced, and observes its generation only once the API confirmed it", func() {
+		ns := freshNamespace()
+		hosts := []string{"parked-a.example.com", "parked-b.example.com", "parked-c.example.com"}
+		var eps []*v1.Endpoint
+		for _, h := range hosts {
+			Expect(k8s.Create(ctx, endpoint(ns, h))).To(Succeed())
+		}
+		for _, h := range hosts {
+			eps = append(eps, synced(ns, strings.ReplaceAll(h, ".", "-")))
+		}
+		// The API fails everything: the breaker opens.
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Status: 503})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		Eventually(func() bool { return op.Conn.Breaker().State().Open }, timeout, poll).Should(BeTrue())
+		for _, ep := range eps {
+			Eventually(func() error {
+				got := &v1.Endpoint{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(ep), got); err != nil {
+					return err
+				}
+				got.Spec.Path = "/changed-while-the-api-is-away"
+				return k8s.Update(ctx, got)
+			}, timeout, poll).Should(Succeed())
+		}
+		// Parked: Pending, Ready=False/CircuitOpen, the generation not observed —
+		// what kubectl's PHASE column and a generation-based health check read.
+		parked := func(g Gomega, ep *v1.Endpoint) {
+			got := &v1.Endpoint{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal("pending"))
+			g.Expect(got.Status.ObservedGeneration).To(BeNumerically("<", got.Generation))
+			c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(v1.ReasonCircuitOpen))
+		}
+		for _, ep := range eps {
+			Eventually(func(g Gomega) { parked(g, ep) }, timeout, poll).Should(Succeed())
+		}
+		Consistently(func(g Gomega) {
+			for _, ep := range eps {
+				parked(g, ep)
+			}
+		}, 3*time.Second, 300*time.Millisecond).Should(Succeed())
+		Expect(specs.MetricValue("polycrate_operator_objects", map[string]string{"kind": "Endpoint", "phase": "Pending"})).
+			To(BeNumerically(">=", len(eps)))
+
+		// The API is back: the changes reach it, and only then are they synced and observed.
+		Expect(api.SetFaults()).To(Succeed())
+		for _, ep := range eps {
+			Eventually(func(g Gomega) {
+				got := &v1.Endpoint{}
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), got)).To(Succeed())
+				g.Expect(got.Status.Phase).To(Equal("synced"))
+				g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+				e, err := apiClient().Endpoints().Get(ctx, got.Status.APIID)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(e.Spec.HTTP.Path).To(Equal("/changed-while-the-api-is-away"))
+			}, timeout, poll).Should(Succeed())
 		}
 	})
 
