@@ -109,17 +109,35 @@ func withHash(slug, identity string, max int, trim string) string {
 // Endpoint is the Endpoint CR's name for a host (a DNS-1123 label, at most 63
 // characters): the host with dots as hyphens, as in the seed ("app.example.com" →
 // "app-example-com"). Where that could collide (a host with hyphens or other
-// characters, or a name over 63 characters) the hash of the host is added.
+// characters, or a name over 63 characters) the hash of the host is added — and
+// so it is for a plain host whose slug ends like a hashed name (its last label
+// 20 hex digits): "coll.a.rel.example.com.<the hash of coll-a.rel.example.com>"
+// would otherwise be the name of coll-a.rel.example.com. So two different hosts
+// never share a name (FuzzEndpointInjective), and every other host keeps the
+// name it had.
 func Endpoint(host string) string {
 	h := NormalizeHost(host)
 	slug, plain := hostLabel(h)
 	if slug == "" {
 		slug = "endpoint"
 	}
-	if plain && len(slug) <= 63 {
+	if plain && len(slug) <= 63 && !endsLikeHash(slug) {
 		return slug
 	}
 	return withHash(slug, h, 63, "-")
+}
+
+// endsLikeHash: the slug ends with "-" and HashLen hex digits, as a hashed name does.
+func endsLikeHash(slug string) bool {
+	if len(slug) < HashLen+1 || slug[len(slug)-HashLen-1] != '-' {
+		return false
+	}
+	for i := len(slug) - HashLen; i < len(slug); i++ {
+		if c := slug[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // EndpointAPI is an endpoint's name in the Polycrate API: a slug of namespace and

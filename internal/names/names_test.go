@@ -157,6 +157,7 @@ var (
 	oldNonDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 	oldPlainHost   = regexp.MustCompile(`^[a-z0-9.]+$`)
 	oldHyphenRuns  = regexp.MustCompile(`-+`)
+	oldHashedEnd   = regexp.MustCompile(`-[0-9a-f]{20}$`)
 	oldNonSlug     = regexp.MustCompile(`[^a-z0-9]+`)
 )
 
@@ -166,7 +167,7 @@ func patternEndpoint(host string) string {
 	if slug == "" {
 		slug = "endpoint"
 	}
-	if oldPlainHost.MatchString(h) && len(slug) <= 63 {
+	if oldPlainHost.MatchString(h) && len(slug) <= 63 && !oldHashedEnd.MatchString(slug) {
 		return slug
 	}
 	return withHash(slug, h, 63, "-")
@@ -218,4 +219,57 @@ func assertAsPatterns(t *testing.T, ns, host string) {
 	if got, want := Slug(ns+host, ns, host), patternSlug(ns+host, ns, host); got != want {
 		t.Fatalf("Slug(%q, %q) = %q, the pattern made %q", ns, host, got, want)
 	}
+}
+
+// dnsName is a valid host name as an Ingress or HTTPRoute carries it (a
+// DNS-1123 subdomain, optionally a wildcard).
+var dnsName = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+func validHost(h string) bool { return len(h) <= 253 && dnsName.MatchString(h) }
+
+// TestEndpointNamesAreInjective: a plain host spelled like another host's
+// hashed name (its last label that hash) does not take that name; hosts that
+// had a name keep it.
+func TestEndpointNamesAreInjective(t *testing.T) {
+	a := "coll-a.rel.example.com"
+	b := "coll.a.rel.example.com." + Hash(a)
+	if Endpoint(a) == Endpoint(b) {
+		t.Fatalf("%q and %q share the name %q", a, b, Endpoint(a))
+	}
+	if Endpoint(a) != "coll-a-rel-example-com-"+Hash(a) {
+		t.Fatalf("a hashed name changed: %q", Endpoint(a))
+	}
+	for host, want := range map[string]string{
+		"app.example.com": "app-example-com", "api.v2.example.com": "api-v2-example-com",
+		"x.0123456789abcdef012.example": "x-0123456789abcdef012-example", // 19 hex digits, not at the end
+		"build.0123456789abcdef0123x":   "build-0123456789abcdef0123x",
+	} {
+		if got := Endpoint(host); got != want {
+			t.Errorf("Endpoint(%q) = %q, want %q (today's name)", host, got, want)
+		}
+	}
+}
+
+// FuzzEndpointInjective: two different valid hosts never map to one Endpoint
+// name — neither two arbitrary ones, nor a host and the plain host that spells
+// the first one's name with dots (the crafted collision).
+func FuzzEndpointInjective(f *testing.F) {
+	f.Add("coll-a.rel.example.com", "coll.a.rel.example.com.8087e0dd50056c0c90bd")
+	f.Add("app.example.com", "app-example.com")
+	f.Add("*.wild.example.com", "wild.example.com")
+	f.Add(strings.Repeat("verylonglabel.", 8)+"example.com", strings.Repeat("verylonglabel.", 8)+"example.org")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ha, hb := NormalizeHost(a), NormalizeHost(b)
+		if validHost(ha) && validHost(hb) && ha != hb && Endpoint(ha) == Endpoint(hb) {
+			t.Fatalf("%q and %q share the name %q", ha, hb, Endpoint(ha))
+		}
+		if !validHost(ha) {
+			return
+		}
+		// The plain host whose naive slug is a's name.
+		spelled := strings.ReplaceAll(Endpoint(ha), "-", ".")
+		if validHost(spelled) && spelled != ha && Endpoint(spelled) == Endpoint(ha) {
+			t.Fatalf("%q and %q share the name %q", ha, spelled, Endpoint(ha))
+		}
+	})
 }
