@@ -40,10 +40,18 @@ func refreshAfter(interval time.Duration) time.Duration {
 // sync is never overwritten: the next check compares again and writes then).
 type statusWriter struct {
 	controller.Deps
-	queue workqueue.TypedInterface[string]
+	// Reader reads a CR fresh from the kube-apiserver after a conflict (the
+	// cache's copy is what the conflict was about); nil: the cache.
+	Reader client.Reader
+	// queue is rate-limited per endpoint: a conflict is retried after the
+	// operator's backoff (5 s, doubling to 60 s), never at once — with watches
+	// cut and etcd compacting, an immediate retry against the same stale cached
+	// copy sent thousands of rejected writes a minute.
+	queue workqueue.TypedRateLimitingInterface[string]
 
 	mu      sync.Mutex
 	desired map[string]*desired
+	stale   map[string]bool // a write of the endpoint's CRs conflicted: read them fresh
 }
 
 type desired struct {
@@ -53,7 +61,10 @@ type desired struct {
 }
 
 func newStatusWriter(d controller.Deps) *statusWriter {
-	return &statusWriter{Deps: d, queue: workqueue.NewTyped[string](), desired: map[string]*desired{}}
+	return &statusWriter{Deps: d, desired: map[string]*desired{}, stale: map[string]bool{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](controller.BaseDelay, controller.MaxDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ""})}
 }
 
 // record notes one outcome and queues a write when a CR needs one.
@@ -65,8 +76,9 @@ func (w *statusWriter) record(t probe.Target, out probe.Outcome) {
 		d.mon.ConsecutiveFailures = prev.mon.ConsecutiveFailures + 1
 	}
 	w.desired[t.ID] = d
+	backingOff := w.stale[t.ID] // a conflicted write waits out its backoff; it writes the newest desired state then
 	w.mu.Unlock()
-	if w.needed(context.Background(), t.ID, d) {
+	if !backingOff && w.needed(context.Background(), t.ID, d) {
 		w.queue.Add(t.ID)
 	}
 }
@@ -225,11 +237,25 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 	if d != nil && d.clear {
 		delete(w.desired, id)
 	}
+	fresh := w.stale[id]
+	delete(w.stale, id)
 	w.mu.Unlock()
 	if d == nil {
+		w.queue.Forget(id)
 		return
 	}
+	conflicted := false
 	for _, ep := range w.crs(ctx, id, false) {
+		if fresh && w.Reader != nil {
+			// After a conflict the cache may still hold the copy that conflicted.
+			if err := w.Reader.Get(ctx, client.ObjectKeyFromObject(&ep), &ep); err != nil {
+				if !apierrors.IsNotFound(err) {
+					w.Log.Info("cannot read an Endpoint to write its check state", "namespace", ep.Namespace, "name", ep.Name, "error", err.Error())
+					conflicted = true
+				}
+				continue
+			}
+		}
 		cause, ok := differs(&ep, d)
 		if !ok {
 			continue
@@ -256,7 +282,7 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 		err := w.Client.Status().Patch(ctx, &ep, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case apierrors.IsConflict(err):
-			w.queue.Add(id) // changed meanwhile: compare again with the fresh object
+			conflicted = true // changed meanwhile: compare again, later, with a fresh read
 			continue
 		case apierrors.IsNotFound(err):
 			continue
@@ -275,4 +301,12 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 			w.Recorder.Eventf(&ep, nil, corev1.EventTypeNormal, v1.ReasonEndpointUp, "Check", "the check succeeds again")
 		}
 	}
+	if conflicted {
+		w.mu.Lock()
+		w.stale[id] = true
+		w.mu.Unlock()
+		w.queue.AddRateLimited(id)
+		return
+	}
+	w.queue.Forget(id)
 }

@@ -270,6 +270,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
+	op.Monitor.UseAPIReader(mgr.GetAPIReader())
 	if o.CheckDNSServer != "" {
 		op.Monitor.Prober.Resolver = probe.ResolverVia(o.CheckDNSServer)
 	}
