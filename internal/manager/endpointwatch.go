@@ -129,7 +129,7 @@ func newEndpointDecoder(body io.ReadCloser) *endpointDecoder {
 func (d *endpointDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	typ, obj, raw, err := d.event()
 	if err != nil {
-		return "", nil, err
+		return "", nil, streamEnd(err)
 	}
 	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
@@ -157,6 +157,24 @@ func (d *endpointDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	default:
 		return "", nil, fmt.Errorf("got invalid watch event type: %v", typ)
 	}
+}
+
+// streamEnd gives the end of the stream as client-go's own decoder gives it:
+// the bare io.EOF and io.ErrUnexpectedEOF, which client-go's StreamWatcher
+// compares by equality and takes as a dropped connection (the reflector then
+// resumes its watch from the last resource version). The JSON decoder wraps
+// them (a syntactic error at an offset); wrapped, the StreamWatcher reported
+// an ERROR event and the reflector relisted every Endpoint — 40,000 at the
+// 20,000-Ingress tier — at each kube-apiserver restart. Other read errors
+// (a reset, a timeout) pass as they are: client-go's checks look into them.
+func streamEnd(err error) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return io.ErrUnexpectedEOF
+	case errors.Is(err, io.EOF):
+		return io.EOF
+	}
+	return err
 }
 
 // errErrorAfterObject: an event whose object was decoded as an Endpoint names

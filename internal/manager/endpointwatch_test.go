@@ -257,3 +257,45 @@ func BenchmarkEndpointDecoder(b *testing.B) {
 		}
 	}
 }
+
+// TestEndpointWatchCutMidEvent: a watch whose connection drops in the middle of
+// an event (a kube-apiserver restart) ends as client-go's own watch ends there:
+// without an ERROR event, so the reflector resumes from the last resource
+// version instead of relisting every Endpoint.
+func TestEndpointWatchCutMidEvent(t *testing.T) {
+	stream := watchStream()
+	whole := bytes.IndexByte(stream, '\n') + 1 // one whole event
+	for _, cut := range []int{whole + 1, whole + 40, whole + bytes.IndexByte(stream[whole:], '\n') - 1} {
+		for name, dec := range map[string]func(io.ReadCloser) watch.Decoder{
+			"one-pass": func(b io.ReadCloser) watch.Decoder { return newEndpointDecoder(b) },
+			"client-go": func(b io.ReadCloser) watch.Decoder { return clientGoDecoder(b) },
+		} {
+			w := watch.NewStreamWatcher(dec(io.NopCloser(bytes.NewReader(stream[:cut]))), apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding"))
+			events := drain(w)
+			if len(events) != 1 || events[0].Type != watch.Added {
+				t.Fatalf("%s, cut at byte %d: %d events %v; want the whole event and no ERROR", name, cut, len(events), types(events))
+			}
+		}
+	}
+	// The decoder itself returns what client-go's does at a cut: the bare errors.
+	d := newEndpointDecoder(io.NopCloser(bytes.NewReader(stream[:whole+10])))
+	if _, _, err := d.Decode(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Decode(); err != io.ErrUnexpectedEOF { //nolint:errorlint // client-go compares by equality
+		t.Fatalf("a cut mid-event: %#v, want the bare io.ErrUnexpectedEOF", err)
+	}
+	d = newEndpointDecoder(io.NopCloser(bytes.NewReader(stream[:whole])))
+	_, _, _ = d.Decode()
+	if _, _, err := d.Decode(); err != io.EOF { //nolint:errorlint // client-go compares by equality
+		t.Fatalf("a cut between events: %#v, want io.EOF", err)
+	}
+}
+
+func types(events []watch.Event) []watch.EventType {
+	var out []watch.EventType
+	for _, e := range events {
+		out = append(out, e.Type)
+	}
+	return out
+}
