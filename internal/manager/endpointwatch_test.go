@@ -267,7 +267,7 @@ func TestEndpointWatchCutMidEvent(t *testing.T) {
 	whole := bytes.IndexByte(stream, '\n') + 1 // one whole event
 	for _, cut := range []int{whole + 1, whole + 40, whole + bytes.IndexByte(stream[whole:], '\n') - 1} {
 		for name, dec := range map[string]func(io.ReadCloser) watch.Decoder{
-			"one-pass": func(b io.ReadCloser) watch.Decoder { return newEndpointDecoder(b) },
+			"one-pass":  func(b io.ReadCloser) watch.Decoder { return newEndpointDecoder(b) },
 			"client-go": func(b io.ReadCloser) watch.Decoder { return clientGoDecoder(b) },
 		} {
 			w := watch.NewStreamWatcher(dec(io.NopCloser(bytes.NewReader(stream[:cut]))), apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding"))
