@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -103,12 +102,15 @@ var _ = Describe("Sync under faults", func() {
 			Expect(k8s.Create(ctx, endpoint(ns, h))).To(Succeed())
 		}
 		for _, h := range hosts {
-			eps = append(eps, synced(ns, strings.ReplaceAll(h, ".", "-")))
+			eps = append(eps, synced(ns, names.Endpoint(h)))
 		}
 		// The API fails everything: the breaker opens.
 		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Status: 503})).To(Succeed())
 		DeferCleanup(func() { _ = api.SetFaults() })
-		Eventually(func() bool { return op.Conn.Breaker().State().Open }, timeout, poll).Should(BeTrue())
+		Eventually(func() bool {
+			_, _ = op.Conn.Client().Endpoints().List(ctx, nil) // failures in a row (the syncs' own are spaced by their backoff)
+			return op.Conn.Breaker().State().Open
+		}, timeout, poll).Should(BeTrue())
 		for _, ep := range eps {
 			Eventually(func() error {
 				got := &v1.Endpoint{}
