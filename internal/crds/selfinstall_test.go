@@ -1,6 +1,7 @@
 package crds_test
 
 import (
+	"context"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -109,6 +110,39 @@ func versionSpecs() {
 		_, err = crds.SelfInstall(ctx, k8s, "v0.5.0", bufferLogger(&buf))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "s3buckets.polycrate.io"}, s3)).To(Succeed())
+	})
+
+	It("retries a failed installation with back-off until it succeeds, and says so (the start's failure does not stay)", func() {
+		user, err := env.AddUser(envtest.User{Name: "crd-rights-later", Groups: []string{"system:authenticated"}}, cfg)
+		Expect(err).NotTo(HaveOccurred())
+		weak, err := client.New(user.Config(), client.Options{Scheme: testutil.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, readerRole()))).To(Succeed())
+		binding := readerBinding("crd-rights-later")
+		binding.Name = "crd-reader-later"
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		var buf bytes.Buffer
+		var first *crds.Report
+		Eventually(func() (err error) { first, err = crds.SelfInstall(ctx, weak, "v0.6.0", bufferLogger(&buf)); return err }).Should(Succeed())
+		Expect(first.Err).To(HaveOccurred())
+
+		r := crds.NewRetrier(weak, "v0.6.0", bufferLogger(&buf), first)
+		r.Initial, r.Max = 100*time.Millisecond, 400*time.Millisecond
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- r.Start(rctx) }()
+		// Still refused: it retries, and the report keeps saying why.
+		Eventually(r.Changed(), 5*time.Second).Should(Receive())
+		Expect(r.Report().Err).To(HaveOccurred())
+		// The right to write CRDs arrives: the next retry installs them, and stops.
+		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "crd-rights-later-admin"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "crd-rights-later", APIGroup: "rbac.authorization.k8s.io"}}})).To(Succeed())
+		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
+		Expect(r.Report().Err).NotTo(HaveOccurred())
+		Expect(r.Report().Version).To(Equal("v0.6.0"))
+		Expect(buf.String()).To(ContainSubstring("CRDs installed on a retry"))
 	})
 
 	It("installs with just the chart's CRD rights: create and patch by the names of its own CRDs, and no other CRD", func() {

@@ -94,6 +94,14 @@ type Options struct {
 
 var klogOnce sync.Once
 
+// crdRetrier retries a CRD installation on start that failed (nil: none ran).
+func crdRetrier(mgr manager.Manager, o Options) *crds.Retrier {
+	if o.CRDs == nil {
+		return nil
+	}
+	return crds.NewRetrier(mgr.GetClient(), o.Version, mgr.GetLogger().WithName("crds"), o.CRDs)
+}
+
 // Operator is what Setup built; tests and later controllers use its parts.
 type Operator struct {
 	Config   *liveconfig.Store
@@ -313,7 +321,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	}{
 		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, APIReader: mgr.GetAPIReader(), Secrets: secrets, SecretSource: secretSource,
 			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
-			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: o.CRDs, Preflight: op.Preflight}},
+			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: crdRetrier(mgr, o), Preflight: op.Preflight}},
 		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,
 			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.

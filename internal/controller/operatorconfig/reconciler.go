@@ -57,8 +57,9 @@ type Reconciler struct {
 	// SetLogLevel applies the cluster record's operator_loglevel (1 Info, 2 Debug,
 	// 3 Trace; 0 = back to the --zap-log-level flag's level). Nil: not applied.
 	SetLogLevel func(level int)
-	// CRDs is what the CRD installation on start did (nil: it did not run).
-	CRDs *crds.Report
+	// CRDs is what the last CRD installation did — on start, or its retry
+	// (nil: none ran).
+	CRDs *crds.Retrier
 	// Preflight runs the provided-cluster checklist (nil: not run).
 	Preflight PreflightSource
 
@@ -211,7 +212,7 @@ func (r *Reconciler) circuitCondition(oc *v1.OperatorConfig) {
 
 // crdCondition says what the CRD installation on start did.
 func (r *Reconciler) crdCondition(oc *v1.OperatorConfig) {
-	rep := r.CRDs
+	rep := r.CRDs.Report()
 	switch {
 	case rep == nil:
 		return
@@ -615,6 +616,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := controller.OnSignal(mgr, r.Health.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
 		return err
+	}
+	if r.CRDs != nil {
+		if err := mgr.Add(r.CRDs); err != nil {
+			return err
+		}
+		if err := controller.OnSignal(mgr, r.CRDs.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
+			return err
+		}
 	}
 	if r.Preflight != nil {
 		if err := controller.OnSignal(mgr, r.Preflight.Changed(), func(ctx context.Context) { waker.Wake(ctx, singleton) }); err != nil {
