@@ -1,8 +1,8 @@
 package crds_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"time"
