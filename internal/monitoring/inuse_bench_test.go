@@ -1,22 +1,16 @@
 package monitoring
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +30,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/benchtarget"
 )
 
 // inUseWindow is how long BenchmarkInUse2000 measures (after one interval of
@@ -45,55 +40,12 @@ var (
 	inUseProfile = flag.String("inuse.cpuprofile", "", "write a CPU profile of BenchmarkInUse2000's measuring window to this file")
 )
 
-// TestMain doubles as the in-use benchmark's target: with
-// MONITORING_BENCH_TARGET=1 the test binary is only an HTTP server on loopback
-// (another process, so that its CPU is not counted as the agent's).
-func TestMain(m *testing.M) {
-	if os.Getenv("MONITORING_BENCH_TARGET") == "1" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			os.Exit(1)
-		}
-		fmt.Println(l.Addr().String())
-		body := []byte(`{"status":"ok"}`)
-		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func inUseTarget(b *testing.B) (string, int) {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "MONITORING_BENCH_TARGET=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	host, port, _ := net.SplitHostPort(strings.TrimSpace(line))
-	n, _ := strconv.Atoi(port)
-	return host, n
-}
+// TestMain doubles as the in-use benchmark's target (another process).
+func TestMain(m *testing.M) { benchtarget.Main(m) }
 
 func processCPU() time.Duration {
-	user, sys := processCPUSplit()
+	user, sys := benchtarget.CPU()
 	return user + sys
-}
-
-// processCPUSplit is the process's user and system CPU (the kernel's share:
-// sockets, the TCP handshake, the poller).
-func processCPUSplit() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // BenchmarkInUse2000 is the agent's CPU per check in use, as an operator runs:
@@ -106,7 +58,7 @@ func processCPUSplit() (user, sys time.Duration) {
 // interval of warm-up) and checks per CPU-second.
 func BenchmarkInUse2000(b *testing.B) {
 	const endpoints, interval = 2000, 10 * time.Second
-	host, port := inUseTarget(b)
+	host, port := benchtarget.Start(b)
 	for range b.N {
 		list := make([]polycrate.AgentEndpoint, endpoints)
 		objs := make([]client.Object, 0, endpoints)
@@ -147,7 +99,7 @@ func BenchmarkInUse2000(b *testing.B) {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
 		checks0, cpu0 := counterSum(checksTotal), processCPU()
-		user0, sys0 := processCPUSplit()
+		user0, sys0 := benchtarget.CPU()
 		scrapeTick, reportTick := time.NewTicker(15*time.Second), time.NewTicker(30*time.Second)
 		end := time.After(*inUseWindow)
 	measure:
@@ -177,7 +129,7 @@ func BenchmarkInUse2000(b *testing.B) {
 			}
 		}
 		used, checks := processCPU()-cpu0, counterSum(checksTotal)-checks0
-		user1, sys1 := processCPUSplit()
+		user1, sys1 := benchtarget.CPU()
 		if *inUseProfile != "" {
 			pprof.StopCPUProfile()
 		}

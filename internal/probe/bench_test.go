@@ -1,66 +1,24 @@
 package probe
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/benchtarget"
 )
 
-// TestMain doubles as the benchmark's target: with PROBE_BENCH_TARGET=1 the test
-// binary is only an HTTP server on loopback (another process, so that its CPU is
-// not counted as the checks').
-func TestMain(m *testing.M) {
-	if os.Getenv("PROBE_BENCH_TARGET") == "1" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			os.Exit(1)
-		}
-		fmt.Println(l.Addr().String())
-		body := []byte(`{"status":"ok"}`)
-		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// TestMain doubles as the benchmark's target (another process).
+func TestMain(m *testing.M) { benchtarget.Main(m) }
 
 // benchTarget starts the target process and returns its address.
-func benchTarget(b *testing.B) (string, int) {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PROBE_BENCH_TARGET=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	host, port, _ := net.SplitHostPort(strings.TrimSpace(line))
-	n, _ := strconv.Atoi(port)
-	return host, n
-}
+func benchTarget(b *testing.B) (string, int) { return benchtarget.Start(b) }
 
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	user, sys := benchtarget.CPU()
+	return user + sys
 }
 
 // BenchmarkHTTPCheck measures the CPU of one http check with a fresh connection
