@@ -279,8 +279,34 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 		return interval
 	}
 	wait := min(interval<<min(res.Failures-1, 10), max(r.MaxBackoff, interval))
+	switch {
+	case polycrate.IsCircuitOpen(res.Err):
+		// Held back, not sent: try again when the breaker lets its next probe
+		// through. The report is then the probe that notices the API's return:
+		// nothing else may be asking the API (a cold start while it was down),
+		// and a report waiting out a long backoff kept APIConnected and Ready
+		// False for up to two minutes after the API answered again.
+		// (At least a second apart: while another request is the probe, every
+		// try is held back.)
+		wait = min(wait, max(time.Until(r.Conn.Breaker().State().NextProbe)+probeSlack, time.Second))
+	case polycrate.IsTransient(res.Err):
+		// The API did not answer, or failed: look again at the breaker's own
+		// probe cadence — at most one request per RecoveryProbe while it fails
+		// (once the breaker opens, it holds the rest back).
+		wait = min(wait, RecoveryProbe)
+	}
 	return max(wait, polycrate.RetryAfter(res.Err)) // the API asked for a longer pause
 }
+
+// RecoveryProbe is the longest wait after a failed report while the failure
+// may pass on its own (no answer, 5xx, 429, the circuit open): the breaker's
+// longest probe wait, so the API's return shows within about 10 s. A refused
+// token backs off up to MaxBackoff instead (fixing it reconfigures the
+// connection, which reports at once).
+const RecoveryProbe = polycrate.DefaultProbeMax
+
+// probeSlack lets the breaker's next probe time pass before the report asks.
+const probeSlack = 100 * time.Millisecond
 
 func (m *Metrics) observe(ok bool) {
 	if m == nil {

@@ -520,6 +520,26 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		Expect(time.Since(recovered)).To(BeNumerically("<", 15*time.Second))
 	})
 
+	It("notices the API's return within seconds when nothing else asks it (as after a cold start while it was down): the report is the breaker's probe", func() {
+		Expect(api.SetFaults(emulator.FaultRule{Path: "/api/v1/*", Status: 503})).To(Succeed())
+		DeferCleanup(func() { _ = api.SetFaults() })
+		condition(v1.ConditionAPIConnected, metav1.ConditionFalse, v1.ReasonCircuitOpen)
+		// Long enough for the old backoff (1, 2, 4, … 120 s) to pass 30 s.
+		Eventually(func() int { return op.Health.Last().Failures }, 2*apiTimeout, pollInterval).Should(BeNumerically(">=", 7))
+		Expect(api.SetFaults()).To(Succeed())
+		recovered := time.Now()
+		// No other request helps here: the report alone finds the API back.
+		Eventually(func(g Gomega) {
+			oc := getOC()
+			for _, typ := range []string{v1.ConditionAPIConnected, v1.ConditionReady} {
+				c := meta.FindStatusCondition(oc.Status.Conditions, typ)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue), typ)
+			}
+		}, 12*time.Second, pollInterval).Should(Succeed())
+		GinkgoWriter.Printf("APIConnected and Ready %s after the API answered again\n", time.Since(recovered).Round(100*time.Millisecond))
+	})
+
 	It("applies configuration changes live, and merges the cluster record's ignored namespaces", func() {
 		updateOC(func(oc *v1.OperatorConfig) {
 			oc.Spec.EndpointDiscovery.Mode = "auto"
