@@ -43,15 +43,17 @@ type statusWriter struct {
 	// Reader reads a CR fresh from the kube-apiserver after a conflict (the
 	// cache's copy is what the conflict was about); nil: the cache.
 	Reader client.Reader
-	// queue is rate-limited per endpoint: a conflict is retried after the
-	// operator's backoff (5 s, doubling to 60 s), never at once — with watches
-	// cut and etcd compacting, an immediate retry against the same stale cached
-	// copy sent thousands of rejected writes a minute.
-	queue workqueue.TypedRateLimitingInterface[string]
+	// queue holds the endpoints to write. A conflict is retried after the
+	// operator's backoff (limiter: 5 s, doubling to 60 s), never at once — with
+	// watches cut and etcd compacting, an immediate retry against the same stale
+	// cached copy sent thousands of rejected writes a minute.
+	queue   workqueue.TypedDelayingInterface[string]
+	limiter workqueue.TypedRateLimiter[string]
 
 	mu      sync.Mutex
 	desired map[string]*desired
-	stale   map[string]bool // a write of the endpoint's CRs conflicted: read them fresh
+	stale   map[string]bool      // a write of the endpoint's CRs conflicted: read them fresh
+	retryAt map[string]time.Time // …and not before this (however the endpoint gets queued meanwhile)
 }
 
 type desired struct {
@@ -61,10 +63,9 @@ type desired struct {
 }
 
 func newStatusWriter(d controller.Deps) *statusWriter {
-	return &statusWriter{Deps: d, desired: map[string]*desired{}, stale: map[string]bool{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](controller.BaseDelay, controller.MaxDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: ""})}
+	return &statusWriter{Deps: d, desired: map[string]*desired{}, stale: map[string]bool{}, retryAt: map[string]time.Time{},
+		queue:   workqueue.NewTypedDelayingQueue[string](),
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](controller.BaseDelay, controller.MaxDelay)}
 }
 
 // record notes one outcome and queues a write when a CR needs one.
@@ -233,15 +234,20 @@ func (w *statusWriter) run(ctx context.Context) {
 // write brings every CR of the endpoint to what the checks found.
 func (w *statusWriter) write(ctx context.Context, id string) {
 	w.mu.Lock()
+	if time.Now().Before(w.retryAt[id]) {
+		w.mu.Unlock()
+		return // queued again before its retry is due (the retry is queued already)
+	}
 	d := w.desired[id]
 	if d != nil && d.clear {
 		delete(w.desired, id)
 	}
 	fresh := w.stale[id]
 	delete(w.stale, id)
+	delete(w.retryAt, id)
 	w.mu.Unlock()
 	if d == nil {
-		w.queue.Forget(id)
+		w.limiter.Forget(id)
 		return
 	}
 	conflicted := false
@@ -302,11 +308,12 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 		}
 	}
 	if conflicted {
+		wait := w.limiter.When(id)
 		w.mu.Lock()
-		w.stale[id] = true
+		w.stale[id], w.retryAt[id] = true, time.Now().Add(wait)
 		w.mu.Unlock()
-		w.queue.AddRateLimited(id)
+		w.queue.AddAfter(id, wait)
 		return
 	}
-	w.queue.Forget(id)
+	w.limiter.Forget(id)
 }
