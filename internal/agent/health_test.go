@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/polycrate/polycrate-operator/internal/emulator"
@@ -47,12 +48,10 @@ func TestReportNoticesTheAPIsReturn(t *testing.T) {
 	go func() { _ = r.Start(ctx) }()
 
 	// Six failures in a row: a doubling backoff (1, 2, 4, 8, 16 s) would now wait 32 s.
-	deadline := time.Now().Add(90 * time.Second)
-	for state.Last() == nil || state.Last().Failures < 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the report did not fail 6 times in a row: %+v", state.Last())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		return state.Last() != nil && state.Last().Failures >= 6, nil
+	}); err != nil {
+		t.Fatalf("the report did not fail 6 times in a row: %+v", state.Last())
 	}
 	if !breaker.State().Open {
 		t.Fatal("the breaker did not open")
@@ -61,11 +60,11 @@ func TestReportNoticesTheAPIsReturn(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	for last := state.Last(); last.Err != nil; last = state.Last() {
-		if time.Since(back) > 12*time.Second {
-			t.Fatalf("the report was not accepted within 12 s of the API's return (%d failures, last: %v)", last.Failures, last.Err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 12*time.Second, true, func(context.Context) (bool, error) {
+		return state.Last().Err == nil, nil
+	}); err != nil {
+		last := state.Last()
+		t.Fatalf("the report was not accepted within 12 s of the API's return (%d failures, last: %v)", last.Failures, last.Err)
 	}
 	t.Logf("the report was accepted %s after the API answered again", time.Since(back).Round(100*time.Millisecond))
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -66,17 +67,16 @@ func TestConflictsAreRetriedRateLimitedFromAFreshRead(t *testing.T) {
 	}
 	// The retry comes after the backoff, from a fresh read, and lands.
 	conflicting.Store(false)
-	for start := time.Now(); time.Since(start) < 3*controller.BaseDelay; time.Sleep(50 * time.Millisecond) {
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 3*controller.BaseDelay, true, func(ctx context.Context) (bool, error) {
 		got := &v1.Endpoint{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ep), got); err == nil && got.Status.Monitoring != nil {
-			if freshReads.Load() == 0 {
-				t.Fatal("the retry compared against the cached copy, not a fresh read")
-			}
-			if n := patches.Load(); n != 2 {
-				t.Fatalf("%d status writes; want the first and one retry", n)
-			}
-			return
-		}
+		return c.Get(ctx, client.ObjectKeyFromObject(ep), got) == nil && got.Status.Monitoring != nil, nil
+	}); err != nil {
+		t.Fatalf("the status was never written after the conflict (%d writes)", patches.Load())
 	}
-	t.Fatalf("the status was never written after the conflict (%d writes)", patches.Load())
+	if freshReads.Load() == 0 {
+		t.Fatal("the retry compared against the cached copy, not a fresh read")
+	}
+	if n := patches.Load(); n != 2 {
+		t.Fatalf("%d status writes; want the first and one retry", n)
+	}
 }
