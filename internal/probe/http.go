@@ -115,6 +115,14 @@ func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 				fillTimings(r, out.Phases, earlier, last)
 				return out
 			}
+			if next.Scheme != "http" && next.Scheme != "https" {
+				// As Go's client and browsers: a redirect leaves the web (ftp:, mailto:, a bare host).
+				out.Failure = fail(ErrOther, fmt.Sprintf("status %d redirects to %q, not an http or https URL", code, next.String()))
+				r.StatusCode = &code
+				out.Phases = earlier.Plus(last)
+				fillTimings(r, out.Phases, earlier, last)
+				return out
+			}
 			earlier = earlier.Plus(last)
 			out.Redirects++
 			method = redirectMethod(method, code)

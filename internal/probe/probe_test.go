@@ -626,6 +626,10 @@ func TestHTTPRedirectRules(t *testing.T) {
 		http.Redirect(w, r, "/nowhere", http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("/post", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/method-seen", http.StatusFound) })
+	mux.HandleFunc("/ftp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "ftp://files.example.com/")
+		w.WriteHeader(http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/method-seen", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.Referer(), "/post") {
 			w.WriteHeader(http.StatusBadRequest)
@@ -651,6 +655,7 @@ func TestHTTPRedirectRules(t *testing.T) {
 		{"a POST redirected by a 302 becomes a GET with the Referer", polycrate.HTTPSpec{Path: "/post", Method: http.MethodPost}, "", 200, 1},
 		{"not followed: the redirect is the answer", polycrate.HTTPSpec{FollowRedirect: polycrate.Ptr(false)}, "unexpected_status_code", 302, 0},
 		{"no redirect allowed", polycrate.HTTPSpec{MaxRedirects: polycrate.Ptr(0)}, "too_many_redirects", 0, 0},
+		{"a redirect out of the web", polycrate.HTTPSpec{Path: "/ftp"}, "error", 301, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
