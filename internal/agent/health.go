@@ -278,6 +278,13 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 	if res.Failures == 0 {
 		return interval
 	}
+	return r.retryWait(res, interval)
+}
+
+// retryWait is the wait after a failed report: doubling from the interval up
+// to MaxBackoff, but no longer than the breaker's probe cadence while the
+// failure may pass on its own, and never shorter than a Retry-After.
+func (r *Reporter) retryWait(res *Result, interval time.Duration) time.Duration {
 	wait := min(interval<<min(res.Failures-1, 10), max(r.MaxBackoff, interval))
 	switch {
 	case polycrate.IsCircuitOpen(res.Err):

@@ -403,64 +403,15 @@ func (p *Provider) ApplyChanges(ctx context.Context, ch *Changes) error {
 	if err != nil {
 		return err
 	}
-	existing := map[string]record{} // name|type|target → record
-	foreign := map[string]string{}  // name|type → a record of that set external-dns does not own
+	pl := &planner{zones: zones, filter: p.filter(), existing: map[string]record{}, foreign: map[string]string{}}
 	for _, r := range recs {
-		existing[r.name+"|"+r.typ+"|"+r.target] = r
+		pl.existing[r.name+"|"+r.typ+"|"+r.target] = r
 		if !r.own {
-			foreign[r.name+"|"+r.typ] = r.target
+			pl.foreign[r.name+"|"+r.typ] = r.target
 		}
-	}
-	filter := p.filter()
-	var writes []write
-	plan := func(ep *Endpoint, targets []string, create bool) error {
-		name := normalize(ep.DNSName)
-		if !slices.Contains(Types, ep.RecordType) {
-			return fmt.Errorf("%w: %s record %s: the provider writes %s", ErrInvalid, ep.RecordType, name, strings.Join(Types, ", "))
-		}
-		switch {
-		case isChallenge(name):
-			return refused(ep.RecordType+" "+name, "names under _acme-challenge are the DNS01 solver's challenges, never external-dns's")
-		case !inFilter(filter, name):
-			return refused(ep.RecordType+" "+name, "it is outside external_dns_webhook.domain_filter ("+strings.Join(filter, ", ")+")")
-		}
-		zone := zoneFor(zones, name)
-		if zone == nil {
-			return fmt.Errorf("%w: %s is in no DNS zone the agent token sees", ErrInvalid, name)
-		}
-		if t, ok := foreign[name+"|"+ep.RecordType]; ok && create && len(targets) > 0 {
-			return refused("writing "+ep.RecordType+" "+name, fmt.Sprintf("its record %s %s %s was not made by external-dns through this provider "+
-				"(no %s=%s label, no external-dns ownership TXT record beside it)", ep.RecordType, name, t, WriterLabel, WriterExternalDNS))
-		}
-		for _, t := range targets {
-			content, prio, err := contentOf(ep.RecordType, t)
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", ep.RecordType, name, err)
-			}
-			key := name + "|" + ep.RecordType + "|" + targetOf(ep.RecordType, content, prio)
-			r, exists := existing[key]
-			if exists && !create && r.id != "" && !r.own {
-				return refused("deleting "+ep.RecordType+" "+name+" "+t, fmt.Sprintf("the record was not made by external-dns through this provider "+
-					"(no %s=%s label, no external-dns ownership TXT record beside it)", WriterLabel, WriterExternalDNS))
-			}
-			switch {
-			case create && !exists:
-				req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: relative(name, zone.Name), Type: ep.RecordType, Content: content,
-					Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator",
-					Common: polycrate.Common{Labels: map[string]string{WriterLabel: WriterExternalDNS}}}
-				writes = append(writes, write{create: req, what: "creating " + ep.RecordType + " " + name + " " + t})
-				existing[key] = record{own: true}
-			case create && exists && ep.RecordTTL > 0 && r.id != "" && int64(r.ttl) != ep.RecordTTL:
-				writes = append(writes, write{update: &updateTTL{id: r.id, ttl: int(ep.RecordTTL)}, what: "setting the TTL of " + ep.RecordType + " " + name})
-			case !create && exists && r.id != "":
-				writes = append(writes, write{delete: r.id, what: "deleting " + ep.RecordType + " " + name + " " + t})
-				delete(existing, key)
-			}
-		}
-		return nil
 	}
 	for _, ep := range ch.Delete {
-		if err := plan(ep, ep.Targets, false); err != nil {
+		if err := pl.plan(ep, ep.Targets, false); err != nil {
 			return err
 		}
 	}
@@ -472,19 +423,95 @@ func (p *Provider) ApplyChanges(ctx context.Context, ch *Changes) error {
 				gone = append(gone, t)
 			}
 		}
-		if err := plan(old, gone, false); err != nil {
+		if err := pl.plan(old, gone, false); err != nil {
 			return err
 		}
-		if err := plan(nw, nw.Targets, true); err != nil {
+		if err := pl.plan(nw, nw.Targets, true); err != nil {
 			return err
 		}
 	}
 	for _, ep := range ch.Create {
-		if err := plan(ep, ep.Targets, true); err != nil {
+		if err := pl.plan(ep, ep.Targets, true); err != nil {
 			return err
 		}
 	}
-	for _, w := range writes {
+	return pl.apply(ctx, c)
+}
+
+// planner turns a change set into API writes, checking all of it first.
+type planner struct {
+	zones    []polycrate.DNSZone
+	filter   []string
+	existing map[string]record // name|type|target → record
+	foreign  map[string]string // name|type → a record of that set external-dns does not own
+	writes   []write
+}
+
+// plan adds the writes of one endpoint's targets (created, or deleted), or
+// refuses the whole change set.
+func (pl *planner) plan(ep *Endpoint, targets []string, create bool) error {
+	name := normalize(ep.DNSName)
+	zone, err := pl.check(ep, name, create && len(targets) > 0)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		content, prio, err := contentOf(ep.RecordType, t)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", ep.RecordType, name, err)
+		}
+		key := name + "|" + ep.RecordType + "|" + targetOf(ep.RecordType, content, prio)
+		r, exists := pl.existing[key]
+		if exists && !create && r.id != "" && !r.own {
+			return refused("deleting "+ep.RecordType+" "+name+" "+t, fmt.Sprintf("the record was not made by external-dns through this provider "+
+				"(no %s=%s label, no external-dns ownership TXT record beside it)", WriterLabel, WriterExternalDNS))
+		}
+		switch {
+		case create && !exists:
+			req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: relative(name, zone.Name), Type: ep.RecordType, Content: content,
+				Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator",
+				Common: polycrate.Common{Labels: map[string]string{WriterLabel: WriterExternalDNS}}}
+			pl.writes = append(pl.writes, write{create: req, what: "creating " + ep.RecordType + " " + name + " " + t})
+			pl.existing[key] = record{own: true}
+		case create && exists && ep.RecordTTL > 0 && r.id != "" && int64(r.ttl) != ep.RecordTTL:
+			pl.writes = append(pl.writes, write{update: &updateTTL{id: r.id, ttl: int(ep.RecordTTL)}, what: "setting the TTL of " + ep.RecordType + " " + name})
+		case !create && exists && r.id != "":
+			pl.writes = append(pl.writes, write{delete: r.id, what: "deleting " + ep.RecordType + " " + name + " " + t})
+			delete(pl.existing, key)
+		}
+	}
+	return nil
+}
+
+// check refuses what the provider never writes and finds the name's zone:
+// an unsupported type, a DNS01 challenge name, a name outside the domain
+// filter or in no zone the token sees, and (writing) a record set that holds
+// a record external-dns does not own.
+func (pl *planner) check(ep *Endpoint, name string, writing bool) (*polycrate.DNSZone, error) {
+	if !slices.Contains(Types, ep.RecordType) {
+		return nil, fmt.Errorf("%w: %s record %s: the provider writes %s", ErrInvalid, ep.RecordType, name, strings.Join(Types, ", "))
+	}
+	switch {
+	case isChallenge(name):
+		return nil, refused(ep.RecordType+" "+name, "names under _acme-challenge are the DNS01 solver's challenges, never external-dns's")
+	case !inFilter(pl.filter, name):
+		return nil, refused(ep.RecordType+" "+name, "it is outside external_dns_webhook.domain_filter ("+strings.Join(pl.filter, ", ")+")")
+	}
+	zone := zoneFor(pl.zones, name)
+	if zone == nil {
+		return nil, fmt.Errorf("%w: %s is in no DNS zone the agent token sees", ErrInvalid, name)
+	}
+	if t, ok := pl.foreign[name+"|"+ep.RecordType]; ok && writing {
+		return nil, refused("writing "+ep.RecordType+" "+name, fmt.Sprintf("its record %s %s %s was not made by external-dns through this provider "+
+			"(no %s=%s label, no external-dns ownership TXT record beside it)", ep.RecordType, name, t, WriterLabel, WriterExternalDNS))
+	}
+	return zone, nil
+}
+
+// apply sends the planned writes in order; a record already there (a retry)
+// or already gone is no error.
+func (pl *planner) apply(ctx context.Context, c *polycrate.Client) error {
+	for _, w := range pl.writes {
 		var err error
 		switch {
 		case w.create != nil:

@@ -231,6 +231,55 @@ func (w *statusWriter) run(ctx context.Context) {
 	}
 }
 
+// writeOne brings one CR to d when it differs, with its event on a change of
+// state; it reports a conflict (the CR changed since it was read).
+func (w *statusWriter) writeOne(ctx context.Context, ep *v1.Endpoint, d *desired) (conflicted bool) {
+	cause, ok := differs(ep, d)
+	if !ok {
+		return false
+	}
+	before := ep.DeepCopy()
+	prev := ep.Status.Monitoring
+	if d.clear {
+		ep.Status.Monitoring = nil
+		meta.RemoveStatusCondition(&ep.Status.Conditions, v1.ConditionAvailable)
+	} else {
+		mon := d.mon
+		mon.LastTransitionTime = mon.LastCheckAt
+		if prev != nil && prev.State == mon.State && prev.LastTransitionTime != nil {
+			mon.LastTransitionTime = prev.LastTransitionTime
+		}
+		ep.Status.Monitoring = &mon
+		msg := "the last check succeeded"
+		if mon.State == "down" {
+			msg = mon.Message
+		}
+		controller.SetCondition(&ep.Status.Conditions, metav1.Condition{Type: v1.ConditionAvailable, Status: availability(mon.State),
+			Reason: reasonOf(mon), Message: msg, ObservedGeneration: ep.Generation})
+	}
+	err := w.Client.Status().Patch(ctx, ep, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return true
+	case apierrors.IsNotFound(err):
+		return false
+	case err != nil:
+		w.Log.Info("cannot write the check state of an Endpoint", "namespace", ep.Namespace, "name", ep.Name, "error", err.Error())
+		return false
+	}
+	statusWrites.WithLabelValues(cause).Inc()
+	if d.clear || cause != "change" {
+		return false
+	}
+	switch {
+	case ep.Status.Monitoring.State == "down" && (prev == nil || prev.State != "down" || prev.ErrorName != ep.Status.Monitoring.ErrorName):
+		w.Recorder.Eventf(ep, nil, corev1.EventTypeWarning, v1.ReasonEndpointDown, "Check", "%s", ep.Status.Monitoring.Message)
+	case ep.Status.Monitoring.State == "up" && prev != nil && prev.State == "down":
+		w.Recorder.Eventf(ep, nil, corev1.EventTypeNormal, v1.ReasonEndpointUp, "Check", "the check succeeds again")
+	}
+	return false
+}
+
 // write brings every CR of the endpoint to what the checks found.
 func (w *statusWriter) write(ctx context.Context, id string) {
 	w.mu.Lock()
@@ -262,49 +311,8 @@ func (w *statusWriter) write(ctx context.Context, id string) {
 				continue
 			}
 		}
-		cause, ok := differs(&ep, d)
-		if !ok {
-			continue
-		}
-		before := ep.DeepCopy()
-		prev := ep.Status.Monitoring
-		if d.clear {
-			ep.Status.Monitoring = nil
-			meta.RemoveStatusCondition(&ep.Status.Conditions, v1.ConditionAvailable)
-		} else {
-			mon := d.mon
-			mon.LastTransitionTime = mon.LastCheckAt
-			if prev != nil && prev.State == mon.State && prev.LastTransitionTime != nil {
-				mon.LastTransitionTime = prev.LastTransitionTime
-			}
-			ep.Status.Monitoring = &mon
-			msg := "the last check succeeded"
-			if mon.State == "down" {
-				msg = mon.Message
-			}
-			controller.SetCondition(&ep.Status.Conditions, metav1.Condition{Type: v1.ConditionAvailable, Status: availability(mon.State),
-				Reason: reasonOf(mon), Message: msg, ObservedGeneration: ep.Generation})
-		}
-		err := w.Client.Status().Patch(ctx, &ep, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case apierrors.IsConflict(err):
+		if w.writeOne(ctx, &ep, d) {
 			conflicted = true // changed meanwhile: compare again, later, with a fresh read
-			continue
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			w.Log.Info("cannot write the check state of an Endpoint", "namespace", ep.Namespace, "name", ep.Name, "error", err.Error())
-			continue
-		}
-		statusWrites.WithLabelValues(cause).Inc()
-		if d.clear || cause != "change" {
-			continue
-		}
-		switch {
-		case ep.Status.Monitoring.State == "down" && (prev == nil || prev.State != "down" || prev.ErrorName != ep.Status.Monitoring.ErrorName):
-			w.Recorder.Eventf(&ep, nil, corev1.EventTypeWarning, v1.ReasonEndpointDown, "Check", "%s", ep.Status.Monitoring.Message)
-		case ep.Status.Monitoring.State == "up" && prev != nil && prev.State == "down":
-			w.Recorder.Eventf(&ep, nil, corev1.EventTypeNormal, v1.ReasonEndpointUp, "Check", "the check succeeds again")
 		}
 	}
 	if conflicted {

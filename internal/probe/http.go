@@ -69,23 +69,7 @@ func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 		out.Failure = fail(ErrInvalidSpec, err.Error())
 		return out
 	}
-	method := s.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	ua := UserAgent
-	if s.UserAgent != nil && *s.UserAgent != "" {
-		ua = *s.UserAgent
-	}
-	referer := ""
-	if s.Referer != nil {
-		referer = *s.Referer
-	}
-	maxRedirects := DefaultMaxRedirects
-	if s.MaxRedirects != nil {
-		maxRedirects = *s.MaxRedirects
-	}
-	follow := s.FollowRedirect == nil || *s.FollowRedirect
+	method, ua, referer, maxRedirects, follow := requestOptions(s)
 
 	r := &out.Result
 	var earlier Phases // the phases of the hops before this one, added up
@@ -140,20 +124,44 @@ func (p *Prober) checkHTTP(ctx context.Context, t Target) Outcome {
 		last := h.times(time.Now())
 		out.Phases = earlier.Plus(last)
 		fillTimings(r, out.Phases, earlier, last)
-		switch {
-		case bodyErr != nil:
-			out.Failure = bodyErr
-		case !statusOK(s, code):
-			if slices.Contains(s.BadStatusCodes, code) {
-				out.Failure = fail(ErrBadStatus, fmt.Sprintf("status %d is listed as bad", code))
-			} else {
-				out.Failure = fail(ErrUnexpectedStatus, fmt.Sprintf("status %d, expected %s", code, expectedCodes(s)))
-			}
-		case t.ExpectedBody != "" && !matched:
-			out.Failure = fail(ErrBodyMismatch, fmt.Sprintf("the body does not contain %q", truncate(t.ExpectedBody, 64)))
-		}
+		out.Failure = judge(s, code, bodyErr, t.ExpectedBody, matched)
 		return out
 	}
+}
+
+// requestOptions are the spec's request settings with the reference's defaults.
+func requestOptions(s *polycrate.HTTPSpec) (method, ua, referer string, maxRedirects int, follow bool) {
+	method, ua, maxRedirects = s.Method, UserAgent, DefaultMaxRedirects
+	if method == "" {
+		method = http.MethodGet
+	}
+	if s.UserAgent != nil && *s.UserAgent != "" {
+		ua = *s.UserAgent
+	}
+	if s.Referer != nil {
+		referer = *s.Referer
+	}
+	if s.MaxRedirects != nil {
+		maxRedirects = *s.MaxRedirects
+	}
+	return method, ua, referer, maxRedirects, s.FollowRedirect == nil || *s.FollowRedirect
+}
+
+// judge is the verdict on the answer the check ended on: the body read, then
+// the status rules, then the expected body.
+func judge(s *polycrate.HTTPSpec, code int, bodyErr *Failure, expectedBody string, matched bool) *Failure {
+	switch {
+	case bodyErr != nil:
+		return bodyErr
+	case !statusOK(s, code):
+		if slices.Contains(s.BadStatusCodes, code) {
+			return fail(ErrBadStatus, fmt.Sprintf("status %d is listed as bad", code))
+		}
+		return fail(ErrUnexpectedStatus, fmt.Sprintf("status %d, expected %s", code, expectedCodes(s)))
+	case expectedBody != "" && !matched:
+		return fail(ErrBodyMismatch, fmt.Sprintf("the body does not contain %q", truncate(expectedBody, 64)))
+	}
+	return nil
 }
 
 // maxRedirectBody is what a check reads of a redirect's body before it closes
@@ -191,6 +199,46 @@ func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer str
 	}
 	req.Close = true // "Connection: close": one request per connection
 
+	conn, err := h.dial(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	// The check's deadline bounds every read and write; a cancelled check (the
+	// agent stops) ends at once.
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	closeConn := func() { stop(); _ = conn.Close() }
+
+	var state *tls.ConnectionState
+	if u.Scheme == "https" {
+		h.tlsStart = time.Now()
+		tc := tls.Client(conn, h.prober.tlsConfig(u.Hostname(), h.ignoreTLS, &h.verified))
+		err := tc.Handshake() // bounded by the connection's deadline
+		h.tlsDone = time.Now()
+		if err != nil {
+			closeConn()
+			return nil, err
+		}
+		cs := tc.ConnectionState()
+		state, conn = &cs, tc
+	}
+	h.gotConn = time.Now()
+	resp, release, err := exchange(&firstByteConn{Conn: conn, at: &h.firstByte}, req)
+	if err != nil {
+		closeConn()
+		return nil, err
+	}
+	resp.TLS = state
+	resp.Body = &connBody{ReadCloser: resp.Body, closeConn: closeConn, release: release}
+	return resp, nil
+}
+
+// dial resolves u's host (an IP address is dialled without a lookup) and
+// connects to its addresses in the resolver's order, as Go's dialer tries
+// them, timing both; keep-alive probes are off (one request per connection).
+func (h *hop) dial(ctx context.Context, u *url.URL) (net.Conn, error) {
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
@@ -209,43 +257,24 @@ func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer str
 		}
 	}
 	h.connStart = time.Now()
+	defer func() { h.connDone = time.Now() }()
 	dialer := net.Dialer{KeepAlive: -1}
-	var conn net.Conn
-	for _, a := range addrs { // in the resolver's order, as Go's dialer tries them
+	var err error
+	for _, a := range addrs {
+		var conn net.Conn
 		if conn, err = dialer.DialContext(ctx, "tcp", net.JoinHostPort(a, port)); err == nil {
-			break
+			h.remote = conn.RemoteAddr().String()
+			return conn, nil
 		}
 	}
-	h.connDone = time.Now()
-	if err != nil {
-		return nil, err
-	}
-	h.remote = conn.RemoteAddr().String()
-	// The check's deadline bounds every read and write; a cancelled check (the
-	// agent stops) ends at once.
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	closeConn := func() { stop(); _ = conn.Close() }
+	return nil, err
+}
 
-	var state *tls.ConnectionState
-	if u.Scheme == "https" {
-		h.tlsStart = time.Now()
-		tc := tls.Client(conn, h.prober.tlsConfig(host, h.ignoreTLS, &h.verified))
-		err := tc.Handshake() // bounded by the connection's deadline
-		h.tlsDone = time.Now()
-		if err != nil {
-			closeConn()
-			return nil, err
-		}
-		cs := tc.ConnectionState()
-		state, conn = &cs, tc
-	}
-	h.gotConn = time.Now()
-	tconn := &firstByteConn{Conn: conn, at: &h.firstByte}
+// exchange writes req on conn and reads its answer (past any 1xx) with pooled
+// buffers; release gives the reader's buffer back once the body is closed.
+func exchange(conn net.Conn, req *http.Request) (resp *http.Response, release func(), err error) {
 	bw := writerBuffers.Get().(*bufio.Writer)
-	bw.Reset(tconn)
+	bw.Reset(conn)
 	err = req.Write(bw)
 	if err == nil {
 		err = bw.Flush()
@@ -253,28 +282,21 @@ func (h *hop) do(ctx context.Context, method string, u *url.URL, ua, referer str
 	bw.Reset(nil)
 	writerBuffers.Put(bw)
 	if err != nil {
-		closeConn()
-		return nil, err
+		return nil, nil, err
 	}
 	br := readerBuffers.Get().(*bufio.Reader)
-	br.Reset(tconn)
-	release := func() { br.Reset(nil); readerBuffers.Put(br) }
-	var resp *http.Response
+	br.Reset(conn)
+	release = func() { br.Reset(nil); readerBuffers.Put(br) }
 	for {
 		if resp, err = http.ReadResponse(br, req); err != nil {
-			closeConn()
 			release()
-			return nil, err
+			return nil, nil, err
 		}
 		// 1xx answers precede the real one (101 is final: a protocol switch).
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			continue
+		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, release, nil
 		}
-		break
 	}
-	resp.TLS = state
-	resp.Body = &connBody{ReadCloser: resp.Body, closeConn: closeConn, release: release}
-	return resp, nil
 }
 
 // firstByteConn notes when the first byte of the answer arrived.
