@@ -17,7 +17,7 @@ COPY cmd/ cmd/
 COPY config/crd/ config/crd/
 COPY internal/ internal/
 
-RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -tags grpcnotrace \
     -ldflags "-s -w \
       -X github.com/polycrate/polycrate-operator/internal/version.Version=${VERSION} \
       -X github.com/polycrate/polycrate-operator/internal/version.Commit=${COMMIT} \

@@ -12,6 +12,9 @@ IMG        ?= polycrate-operator:$(subst +,_,$(VERSION))
 CONTAINER_TOOL ?= docker
 
 VERSION_PKG := github.com/polycrate/polycrate-operator/internal/version
+# The operator binary's build tags (internal/testutil.OperatorBuildTags, the Dockerfile):
+# grpcnotrace keeps the binary from linking every method (docs/operations.md).
+GO_BUILD_TAGS := grpcnotrace
 LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
 
 LOCALBIN := $(CURDIR)/bin
@@ -161,7 +164,7 @@ verify: manifests generate ## Regenerate and fail if generated files (CRDs, deep
 
 .PHONY: build
 build: manifests generate ## Build the operator binary into bin/.
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/polycrate-operator ./cmd/polycrate-operator
+	CGO_ENABLED=0 go build -tags $(GO_BUILD_TAGS) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/polycrate-operator ./cmd/polycrate-operator
 
 .PHONY: demo
 demo: envtest ## Run the operator on embedded defaults: local control plane + CRDs + OperatorConfig + operator (Ctrl-C stops all).
@@ -173,7 +176,7 @@ emulator: ## Run the Polycrate API emulator on 127.0.0.1:8090 (default seed, dat
 
 .PHONY: run
 run: manifests generate ## Run the operator against the current kubeconfig.
-	go run -ldflags "$(LDFLAGS)" ./cmd/polycrate-operator run
+	go run -tags $(GO_BUILD_TAGS) -ldflags "$(LDFLAGS)" ./cmd/polycrate-operator run
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

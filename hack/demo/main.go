@@ -153,7 +153,7 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	root := cli.NewRootCommand()
 	root.SetErr(logFile)
 	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr, "--metrics-secure=false",
 		"--graceful-shutdown-timeout", (10 * time.Second).String()})
 	opCtx, stopOperator := context.WithCancel(ctx)
 	defer stopOperator()

@@ -3,9 +3,12 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,12 +16,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/cli"
@@ -161,7 +169,23 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Expect(err).To(MatchError(`unknown output format "xml": use table, wide, json or yaml`))
 	})
 
-	It("run starts the manager, serves /healthz, /readyz and /metrics, holds the Lease, and stops cleanly", func() {
+	It("run starts the manager as a standby, serves /healthz, /readyz and /metrics (HTTPS, to readers only), takes the Lease over, and stops cleanly", func() {
+		// Another replica holds the Lease for a few more seconds: this one starts as
+		// a standby, whose Kubernetes writes the fence refuses (the reviews of the
+		// metrics server are no writes), and takes over when the Lease runs out.
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: "polycrate-operator.polycrate.io"}}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, lease))).To(Succeed())
+		lease.ResourceVersion = ""
+		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("the-other-replica"), LeaseDurationSeconds: ptr.To[int32](8),
+			AcquireTime: &metav1.MicroTime{Time: time.Now()}, RenewTime: &metav1.MicroTime{Time: time.Now()}}
+		Expect(k8s.Create(ctx, lease)).To(Succeed())
+
+		// The shipped reader role, bound to one ServiceAccount; another has none.
+		reader := applyYAMLFile("../../config/rbac/metrics_reader_role.yaml")
+		Expect(reader.GetName()).To(Equal("polycrate-operator-metrics-reader"))
+		readerToken := serviceAccountToken("prometheus", reader.GetName())
+		strangerToken := serviceAccountToken("stranger", "")
+
 		probeAddr, metricsAddr := freeAddr(), freeAddr()
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -181,20 +205,61 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Eventually(func() error {
 			_, _, err := execute(ctx, "health", "--url", "http://"+probeAddr, "--timeout", "1s")
 			return err
-		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed(), logs.String)
 
+		// /metrics: TLS (self-signed without --metrics-cert-dir), HTTP/1.1 only,
+		// for the metrics-reader role only.
+		scrape := func(token string) (int, string, error) {
+			tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the self-signed certificate
+			defer tr.CloseIdleConnections()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+			if err != nil {
+				return 0, "", err
+			}
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := (&http.Client{Transport: tr, Timeout: 20 * time.Second}).Do(req)
+			if err != nil {
+				return 0, "", err
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, err := io.ReadAll(resp.Body)
+			if resp.ProtoMajor != 1 || resp.TLS == nil {
+				return 0, "", fmt.Errorf("served over %s, TLS %v", resp.Proto, resp.TLS != nil)
+			}
+			return resp.StatusCode, string(b), err
+		}
+		var body string
+		Eventually(func() (int, error) {
+			code, b, err := scrape(readerToken)
+			body = b
+			return code, err
+		}, 30*time.Second, 250*time.Millisecond).Should(Equal(http.StatusOK), func() string { return body })
+		Expect(body).To(MatchRegexp(`(?m)^polycrate_operator_info\{commit="[^"]*",version="[^"]+"\} 1$`))
+		Expect(body).To(MatchRegexp(`(?m)^leader_election_master_status\{name="polycrate-operator.polycrate.io"\} 0$`), "a standby answers its scrapes")
+
+		// No token: 401; a token the API server rejects: 500 "Authentication
+		// failed" (controller-runtime's filter: the review failed; the log says
+		// why); a valid token without the role: 403. Plain HTTP: 400.
+		for token, want := range map[string]int{"": http.StatusUnauthorized, "not-a-token": http.StatusInternalServerError, strangerToken: http.StatusForbidden} {
+			code, body, err := scrape(token)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(code).To(Equal(want), "token %q: %s", token, body)
+			Expect(body).NotTo(ContainSubstring("polycrate_operator"))
+		}
 		code, body, err := httpGet("http://" + metricsAddr + "/metrics")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(code).To(Equal(http.StatusOK))
-		Expect(body).To(MatchRegexp(`(?m)^polycrate_operator_info\{commit="[^"]*",version="[^"]+"\} 1$`))
-		Expect(body).To(ContainSubstring("leader_election_master_status"))
+		Expect(code).To(Equal(http.StatusBadRequest))
+		Expect(body).NotTo(ContainSubstring("polycrate_operator"))
 
-		lease := &coordinationv1.Lease{}
-		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: "polycrate", Name: "polycrate-operator.polycrate.io"}, lease)
-		}, 30*time.Second).Should(Succeed())
-		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-		Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+		// The other replica's Lease runs out: this one leads.
+		Eventually(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+			return ptr.Deref(lease.Spec.HolderIdentity, "")
+		}, 30*time.Second, 250*time.Millisecond).ShouldNot(Or(BeEmpty(), Equal("the-other-replica")))
+		Eventually(func() string { _, b, _ := scrape(readerToken); return b }, 30*time.Second, 250*time.Millisecond).
+			Should(MatchRegexp(`(?m)^leader_election_master_status\{name="polycrate-operator.polycrate.io"\} 1$`))
 
 		// The leader says once that there is no OperatorConfig.
 		Eventually(logs.String, 30*time.Second).Should(ContainSubstring("no OperatorConfig: the operator discovers nothing until one exists"))
@@ -219,6 +284,35 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("loading kubeconfig /does/not/exist")))
 	})
 })
+
+// applyYAMLFile creates the object in a manifest file of the repository.
+func applyYAMLFile(path string) *unstructured.Unstructured {
+	GinkgoHelper()
+	b, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal(b, &u.Object)).To(Succeed())
+	Expect(client.IgnoreAlreadyExists(k8s.Create(context.Background(), u))).To(Succeed())
+	return u
+}
+
+// serviceAccountToken creates a ServiceAccount in polycrate, binds it to the
+// ClusterRole (none when empty) and returns a token of it.
+func serviceAccountToken(name, clusterRole string) string {
+	GinkgoHelper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: name}}
+	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, sa))).To(Succeed())
+	if clusterRole != "" {
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + clusterRole},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}}}))).To(Succeed())
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	Expect(tr.Status.Token).NotTo(BeEmpty())
+	return tr.Status.Token
+}
 
 // syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
 type syncBuffer struct {

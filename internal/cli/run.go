@@ -78,10 +78,12 @@ func newRunCommand() *cobra.Command {
 		Use:   "run",
 		Short: "Run the operator",
 		Long: `Start the operator's manager: its controllers, health probes (/healthz, /readyz) and
-Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
+Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
+--metrics-secure=false). Stops gracefully on SIGTERM or SIGINT.`,
 		Example: `  polycrate-operator run --kubeconfig ~/.kube/config
   polycrate-operator run --leader-elect
-  polycrate-operator run --metrics-bind-address :8080`,
+  polycrate-operator run --metrics-bind-address :8080
+  polycrate-operator run --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.checkDNSServer != "" {
@@ -142,7 +144,7 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
 				"apiServer", cfg.Host, "namespace", o.mgr.OperatorNamespace, "leaderElection", o.mgr.LeaderElect,
-				"metrics", o.mgr.MetricsBindAddress, "healthProbes", o.mgr.HealthProbeBindAddress,
+				"metrics", o.mgr.MetricsBindAddress, "metricsSecure", o.mgr.MetricsSecure, "healthProbes", o.mgr.HealthProbeBindAddress,
 				"maxConcurrentReconciles", o.mgr.MaxConcurrentReconciles)
 			if err := mgr.Start(cmd.Context()); err != nil {
 				return fmt.Errorf("running the manager: %w", err)
@@ -155,6 +157,8 @@ Prometheus metrics (/metrics). Stops gracefully on SIGTERM or SIGINT.`,
 	o.kube.bind(cmd)
 	f.BoolVar(&o.mgr.LeaderElect, "leader-elect", false, "enable leader election for HA (one active replica; a Lease in --namespace)")
 	f.StringVar(&o.mgr.MetricsBindAddress, "metrics-bind-address", manager.DefaultMetricsBindAddress, `address of the Prometheus metrics endpoint ("0" disables it)`)
+	f.BoolVar(&o.mgr.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to clients RBAC allows to get the non-resource URL /metrics only (TokenReview and SubjectAccessReview, as kubebuilder scaffolds; the ClusterRole polycrate-operator-metrics-reader grants it); false: plain HTTP to anyone, for local runs")
+	f.StringVar(&o.mgr.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the secure metrics server, reloaded when they change (e.g. a cert-manager Certificate's Secret); empty: a self-signed certificate")
 	f.StringVar(&o.mgr.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultHealthProbeBindAddress, `address of the /healthz and /readyz endpoints ("0" disables them)`)
 	f.StringVar(&o.mgr.PprofBindAddress, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for performance work ("0" disables them)`)
 	f.IntVar(&o.mgr.MaxConcurrentReconciles, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many objects each controller reconciles at once")

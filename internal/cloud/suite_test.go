@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -55,8 +54,7 @@ var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{
 })
 
 // operatorSA is the chart's ServiceAccount the operator runs as.
-var operatorSA = rest.ImpersonationConfig{UserName: "system:serviceaccount:polycrate:polycrate-operator",
-	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:polycrate", "system:authenticated"}}
+var operatorSA = helmchart.OperatorSA
 
 // secretNamespaces are the only namespaces the chart grants the operator Secrets in.
 var secretNamespaces = []string{helmchart.Namespace, "team-secrets"}
@@ -80,18 +78,9 @@ func applyChartRBAC(e *testutil.OperatorEnv) error {
 			}
 		}
 	}
-	n := 0
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			if o.GetNamespace() == "" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
-				o.SetNamespace(helmchart.Namespace)
-			}
-			if err := e.K8s.Create(context.Background(), o); err != nil {
-				return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-			}
-			n++
-		}
+	n, err := helmchart.ApplyRBAC(context.Background(), e.K8s, objs)
+	if err != nil {
+		return err
 	}
 	if n < 6 {
 		return fmt.Errorf("the chart rendered only %d RBAC objects", n)

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -53,6 +52,12 @@ const (
 type Options struct {
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string
+	// MetricsSecure serves /metrics over HTTPS to authenticated and authorized
+	// clients only (metricsauth.go); false serves plain HTTP to anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key of the metrics server (reloaded
+	// when they change); empty or without them: a self-signed certificate.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" turns it off.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof profiles; empty or "0" turns it off.
@@ -112,6 +117,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		o.GracefulShutdownTimeout = DefaultGracefulShutdown
 	}
 	shutdown := o.GracefulShutdownTimeout
+	unfenced := cfg // the metrics server's reviews are no writes to fence
 	var lock resourcelock.Interface
 	if o.LeaderElect && o.Fence != nil {
 		if o.RenewDeadline <= 0 {
@@ -155,7 +161,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			// decoded in one pass (endpointlist.go, endpointwatch.go).
 			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList),
 		},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       metricsOptions(o, unfenced),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,

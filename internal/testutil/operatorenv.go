@@ -41,6 +41,8 @@ type OperatorEnv struct {
 	as       rest.ImpersonationConfig
 	// secretNamespaces is the operator's --secret-namespaces.
 	secretNamespaces []string
+	metricsAddr      string
+	metricsSecure    bool
 	stop             context.CancelFunc
 	done             chan error
 	ts               *httptest.Server
@@ -62,6 +64,10 @@ type OperatorEnvOptions struct {
 	As rest.ImpersonationConfig
 	// SecretNamespaces runs the operator with --secret-namespaces.
 	SecretNamespaces []string
+	// MetricsAddr serves the operator's /metrics there (empty: not at all),
+	// over HTTPS for RBAC-authorized readers with MetricsSecure.
+	MetricsAddr   string
+	MetricsSecure bool
 }
 
 // StartOperatorEnv starts everything and waits until the local cluster is registered.
@@ -70,7 +76,8 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As, secretNamespaces: o.SecretNamespaces}
+	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As, secretNamespaces: o.SecretNamespaces,
+		metricsAddr: o.MetricsAddr, metricsSecure: o.MetricsSecure}
 	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -128,7 +135,11 @@ func (e *OperatorEnv) StartOperator() error {
 		cfg = rest.CopyConfig(e.Config)
 		cfg.Impersonate = e.as
 	}
-	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+	metrics := "0"
+	if e.metricsAddr != "" {
+		metrics = e.metricsAddr
+	}
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: metrics, MetricsSecure: e.metricsSecure, HealthProbeBindAddress: "0",
 		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true})
 	if err != nil {
 		return err

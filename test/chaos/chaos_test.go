@@ -80,7 +80,7 @@ var _ = BeforeSuite(func() {
 	sz = runSizes()
 	dir = GinkgoT().TempDir()
 	bin = filepath.Join(dir, "polycrate-operator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/polycrate-operator")
+	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", bin, "./cmd/polycrate-operator")
 	build.Dir = testutil.RepoRoot()
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
@@ -170,7 +170,7 @@ func start(name string, ha bool) *proc {
 	logFile, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	Expect(err).NotTo(HaveOccurred())
 	args := []string{"run", "--kubeconfig", kcfg, "--namespace", opNS, "--install-crds=false",
-		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", "0", "--graceful-shutdown-timeout", "5s"}
+		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", "0", "--graceful-shutdown-timeout", "5s"}
 	if ha {
 		args = append(args, "--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
 			"--leader-elect-retry-period", "500ms")

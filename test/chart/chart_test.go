@@ -257,6 +257,73 @@ var _ = Describe("the Helm chart", func() {
 		Expect(find(mustRender(map[string]any{"externalDNSWebhook": map[string]any{"enabled": false}}), "NetworkPolicy", "polycrate-operator")).To(BeNil())
 	})
 
+	It("serves /metrics over HTTPS to the metrics-reader ClusterRole by default, and the ServiceMonitor scrapes it so", func() {
+		argsOf := func(objs []*unstructured.Unstructured) []any {
+			d := find(objs, "Deployment", "polycrate-operator")
+			c, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			return c[0].(map[string]any)["args"].([]any)
+		}
+		endpointOf := func(objs []*unstructured.Unstructured) map[string]any {
+			sm := find(objs, "ServiceMonitor", "polycrate-operator")
+			Expect(sm).NotTo(BeNil())
+			eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			Expect(eps).To(HaveLen(1))
+			return eps[0].(map[string]any)
+		}
+		objs := mustRender(map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true},
+			"readers": []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+				map[string]any{"kind": "Group", "name": "metrics-readers"}}}})
+		dryRun(objs)
+		Expect(argsOf(objs)).To(ContainElements("--metrics-bind-address=:8080", "--metrics-secure=true"))
+		Expect(argsOf(objs)).NotTo(ContainElement(HavePrefix("--metrics-cert-dir")))
+		ep := endpointOf(objs)
+		Expect(ep["scheme"]).To(Equal("https"))
+		Expect(ep["bearerTokenFile"]).To(Equal("/var/run/secrets/kubernetes.io/serviceaccount/token"))
+		Expect(ep["tlsConfig"]).To(Equal(map[string]any{"insecureSkipVerify": true}), "the self-signed certificate")
+
+		// The operator may review tokens and access; readers may GET /metrics.
+		Expect(flatten(rulesOf(find(objs, "ClusterRole", "polycrate-operator-metrics-auth")))).To(ConsistOf(
+			HavePrefix("authentication.k8s.io/tokenreviews:create"), HavePrefix("authorization.k8s.io/subjectaccessreviews:create")))
+		reader := find(objs, "ClusterRole", "polycrate-operator-metrics-reader")
+		Expect(rulesOf(reader)).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
+		var auth, readers rbacv1.ClusterRoleBinding
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(find(objs, "ClusterRoleBinding", "polycrate-operator-metrics-auth").Object, &auth)).To(Succeed())
+		Expect(auth.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "polycrate-operator", Namespace: "polycrate"}}))
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(find(objs, "ClusterRoleBinding", "polycrate-operator-metrics-reader").Object, &readers)).To(Succeed())
+		Expect(readers.RoleRef.Name).To(Equal("polycrate-operator-metrics-reader"))
+		Expect(readers.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus-k8s", Namespace: "monitoring"},
+			{Kind: "Group", Name: "metrics-readers", APIGroup: rbacv1.GroupName}}))
+		// The kustomize manifests (config/rbac) grant the same.
+		for _, f := range []string{"metrics_auth_role.yaml", "metrics_reader_role.yaml"} {
+			b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "rbac", f))
+			Expect(err).NotTo(HaveOccurred())
+			var cr rbacv1.ClusterRole
+			Expect(yaml.Unmarshal(b, &cr)).To(Succeed())
+			Expect(cr.Rules).To(Equal(rulesOf(find(objs, "ClusterRole", cr.Name))), f)
+		}
+
+		// A certificate of one's own: mounted, and the scrape verifies it as configured.
+		own := mustRender(map[string]any{"metrics": map[string]any{"certSecret": "operator-metrics-tls", "serviceMonitor": map[string]any{"enabled": true,
+			"tlsConfig": map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "operator-metrics-tls", "key": "ca.crt"}},
+				"serverName": "polycrate-operator-metrics.polycrate.svc"}}}})
+		dryRun(own)
+		Expect(argsOf(own)).To(ContainElement("--metrics-cert-dir=/metrics-tls"))
+		d := find(own, "Deployment", "polycrate-operator")
+		vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+		Expect(vols).To(ContainElement(And(HaveKeyWithValue("name", "metrics-tls"),
+			HaveKeyWithValue("secret", HaveKeyWithValue("secretName", "operator-metrics-tls")))))
+		Expect(endpointOf(own)["tlsConfig"]).To(HaveKeyWithValue("serverName", "polycrate-operator-metrics.polycrate.svc"))
+		Expect(endpointOf(own)["tlsConfig"]).NotTo(HaveKey("insecureSkipVerify"))
+
+		// Plain HTTP by value: no reviews to grant, nothing for TLS.
+		plain := mustRender(map[string]any{"metrics": map[string]any{"secure": false, "serviceMonitor": map[string]any{"enabled": true}}})
+		dryRun(plain)
+		Expect(argsOf(plain)).To(ContainElement("--metrics-secure=false"))
+		Expect(endpointOf(plain)).NotTo(HaveKey("scheme"))
+		Expect(find(plain, "ClusterRole", "polycrate-operator-metrics-auth")).To(BeNil())
+		Expect(find(plain, "ClusterRole", "polycrate-operator-metrics-reader")).To(BeNil())
+	})
+
 	It("renders with every feature on, and the API server accepts every object", func() {
 		objs := mustRender(allFeatures)
 		Expect(kinds(objs)).To(ContainElements("Secret/polycrate-api-creds", "OperatorConfig/default", "ServiceMonitor/polycrate-operator",

@@ -84,10 +84,22 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 		// exported method of every type in the program: the binary grew from
 		// 60 to 100 MB, and the operator's resting RSS by 18 MiB of file-backed
 		// pages (docs/performance.md). Call such a method by a constant name.
+		// gRPC (linked by the secure metrics filter through k8s.io/apiserver)
+		// does so through golang.org/x/net/trace's init unless built with
+		// grpcnotrace: every build of the binary carries that tag.
 		fi, err := os.Stat(binary)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fi.Size()).To(BeNumerically("<", 80<<20),
 			"the binary is %d MB: a reflect method call by index or by a computed name keeps every method", fi.Size()>>20)
+		for _, f := range []string{"Makefile", "Dockerfile"} {
+			b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), f))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).To(MatchRegexp(`(?m)(-tags \$\(GO_BUILD_TAGS\) .*\./cmd/polycrate-operator|GO_BUILD_TAGS := `+testutil.OperatorBuildTags+`$|-tags `+testutil.OperatorBuildTags+` )`), f)
+		}
+		mk, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "Makefile"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(mk)).To(ContainSubstring("GO_BUILD_TAGS := " + testutil.OperatorBuildTags + "\n"))
+		Expect(string(mk)).To(ContainSubstring("go build -tags $(GO_BUILD_TAGS) -ldflags \"$(LDFLAGS)\" -o $(LOCALBIN)/polycrate-operator"))
 	})
 
 	It("exits non-zero with a message for an unknown kind", func() {

@@ -38,7 +38,7 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func() {
 	workDir = GinkgoT().TempDir()
 	binary = filepath.Join(workDir, "polycrate-operator")
-	build := exec.Command("go", "build", "-ldflags",
+	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-ldflags",
 		"-X github.com/polycrate/polycrate-operator/internal/version.Version="+e2eVersion,
 		"-o", binary, "./cmd/polycrate-operator")
 	build.Dir = testutil.RepoRoot()

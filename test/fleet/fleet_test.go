@@ -246,7 +246,7 @@ var _ = Describe("a fleet rollout", func() {
 			f.bins[v] = filepath.Join(f.dir, "polycrate-operator-"+v)
 			builds.Go(func() {
 				defer GinkgoRecover()
-				build := exec.Command("go", "build", "-ldflags", "-X github.com/polycrate/polycrate-operator/internal/version.Version="+v,
+				build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-ldflags", "-X github.com/polycrate/polycrate-operator/internal/version.Version="+v,
 					"-o", f.bins[v], "./cmd/polycrate-operator")
 				build.Dir = testutil.RepoRoot()
 				out, err := build.CombinedOutput()

@@ -270,7 +270,7 @@ func main() {
 func buildOperator(out string) (string, error) {
 	step("building the operator binary")
 	bin := filepath.Join(out, "polycrate-operator")
-	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v: %s", err, b)
 	}
 	return bin, nil
@@ -746,7 +746,7 @@ func (h *harness) startOperator() error {
 	}
 	h.opLog = logFile
 	h.op = exec.Command(h.bin, "run", "--kubeconfig", h.kcfg, "--namespace", "polycrate",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.hport))
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(h.mport), "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(h.hport))
 	h.op.Args = append(h.op.Args, strings.Fields(h.cfg.operatorArgs)...)
 	// pprof serves the forced GC of the memory measurement (and profiles).
 	h.pprofAddr = h.cfg.pprof

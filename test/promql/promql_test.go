@@ -2,8 +2,10 @@ package promql_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +18,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -25,12 +26,12 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -56,10 +57,60 @@ var (
 	scrapeSel = map[string]string{"job": helmchart.Release + "-metrics", "namespace": helmchart.Namespace}
 )
 
+// The operator runs as the chart's ServiceAccount under the chart's RBAC and
+// serves /metrics as the chart configures it (HTTPS, readers only); the
+// suite scrapes it as Prometheus does with a ServiceMonitor: over HTTPS, with
+// the token of a ServiceAccount the chart binds to its metrics-reader role.
+var (
+	metricsAddr  = freeAddr()
+	scrapeToken  string
+	prometheusSA = map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+)
+
 var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
 	oc.Spec.APISync.HealthReportIntervalSeconds = 2
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(true)
-}}, func(e *testutil.OperatorEnv) { oe = e; readChart() })
+}, As: helmchart.OperatorSA, MetricsAddr: metricsAddr, MetricsSecure: true, BeforeStart: applyChartRBAC},
+	func(e *testutil.OperatorEnv) { oe = e; readChart() })
+
+// applyChartRBAC creates the chart's roles and bindings (metrics.readers: the
+// Prometheus ServiceAccount) and a token of that ServiceAccount.
+func applyChartRBAC(e *testutil.OperatorEnv) error {
+	ch, err := helmchart.Load()
+	if err != nil {
+		return err
+	}
+	objs, err := helmchart.Objects(ch, map[string]any{"metrics": map[string]any{"readers": []any{prometheusSA}}})
+	if err != nil {
+		return err
+	}
+	if _, err := helmchart.ApplyRBAC(ctx, e.K8s, objs); err != nil {
+		return err
+	}
+	ns := prometheusSA["namespace"].(string)
+	if err := e.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: prometheusSA["name"].(string)}}
+	if err := e.K8s.Create(ctx, sa); err != nil {
+		return err
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := e.K8s.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return err
+	}
+	scrapeToken = tr.Status.Token
+	return nil
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
 
 // readChart renders the chart with the alerts and the dashboard on, as a platform
 // team enables them, and reads their expressions.
@@ -170,18 +221,34 @@ func metricNames(e parser.Expr) []string {
 	return out
 }
 
-// scrape reads the operator's /metrics as Prometheus does (the text exposition
-// of the registry the manager's metrics server serves).
+// scrape reads the operator's /metrics as Prometheus does with the chart's
+// ServiceMonitor: HTTPS (insecureSkipVerify: the self-signed certificate), the
+// bearer token of a ServiceAccount bound to the metrics-reader ClusterRole.
 func scrape() map[string]*dto.MetricFamily {
 	GinkgoHelper()
-	srv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = resp.Body.Close() }()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // as the chart's ServiceMonitor
+	defer tr.CloseIdleConnections()
+	var families map[string]*dto.MetricFamily
+	// The metrics server starts with the manager: the first scrapes may find no listener.
+	Eventually(func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+scrapeToken)
+		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return StopTrying(fmt.Sprintf("scrape: %s: %s", resp.Status, b))
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = p.TextToMetricFamilies(resp.Body)
+		return err
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	return families
 }
 

@@ -4,6 +4,8 @@
 package helmchart
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/polycrate/polycrate-operator/internal/testutil"
@@ -71,4 +75,29 @@ func Objects(ch *chart.Chart, values map[string]any) ([]*unstructured.Unstructur
 		}
 	}
 	return out, nil
+}
+
+// OperatorSA is the chart's ServiceAccount as the API server sees the operator
+// running under it (for impersonation: what the chart's RBAC grants is then all
+// the operator may do).
+var OperatorSA = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + Namespace + ":" + Release,
+	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + Namespace, "system:authenticated"}}
+
+// ApplyRBAC creates the roles and bindings among objs (a namespaced one without
+// namespace in Namespace) and returns how many.
+func ApplyRBAC(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) (int, error) {
+	n := 0
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if o.GetNamespace() == "" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
+				o.SetNamespace(Namespace)
+			}
+			if err := c.Create(ctx, o); err != nil {
+				return n, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

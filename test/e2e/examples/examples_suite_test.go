@@ -67,7 +67,7 @@ var exampleHosts = []string{"app.example.com", "pay.example.com", "db-api.exampl
 var _ = BeforeSuite(func() {
 	dir := GinkgoT().TempDir()
 	binary := filepath.Join(dir, "polycrate-operator")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/polycrate-operator")
+	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", binary, "./cmd/polycrate-operator")
 	build.Dir = testutil.RepoRoot()
 	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(build.Run()).To(Succeed(), "building the binary")
@@ -112,7 +112,7 @@ var _ = BeforeSuite(func() {
 
 	metrics, probes := freePort(), freePort()
 	metricsURL = "http://" + metrics + "/metrics"
-	cmd := exec.Command(binary, "run", "--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
+	cmd := exec.Command(binary, "run", "--kubeconfig", kubeconfig, "--metrics-bind-address", metrics, "--metrics-secure=false",
 		"--health-probe-bind-address", probes, "--check-dns-server", dnsAddr)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+testutil.OperatorNamespace, "KUBECONFIG=", "SSL_CERT_FILE="+caFile)
 	operator, err = gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
