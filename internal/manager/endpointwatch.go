@@ -301,10 +301,15 @@ func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *
 		}
 		return apiutil.RESTClientForGVK(gvk, true, false, cfg, serializer.NewCodecFactory(scheme), hc)
 	})
+	gate := newAPIGate(cfg, client)
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 		if _, ok := obj.(*v1.Endpoint); ok {
 			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient, stream: stream}
 		}
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+		// Every informer comes back within seconds of its API server (resilient.go).
+		r := &resilientLW{inner: toolscache.ToListerWatcherWithContext(lw), gate: gate, example: obj}
+		inf := toolscache.NewSharedIndexInformer(r, obj, resync, idx)
+		r.store = inf.GetStore()
+		return inf
 	}
 }

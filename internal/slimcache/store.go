@@ -19,9 +19,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -76,11 +78,21 @@ func New[V any](o Options[V]) *Store[V] {
 	return &Store[V]{o: o, items: map[string]map[string]*V{}, synced: make(chan struct{})}
 }
 
+// Backoff is the reflectors' back-off after a failed list or watch: 250 ms
+// doubling to 2 s (client-go's default doubles from 0.8 s to 30 s with up to
+// 100 % jitter and resets only after two minutes without a failure, which left
+// informers blind for up to a minute after repeated kube-apiserver restarts;
+// the manager's informers wait for the API server instead, internal/manager/
+// resilient.go). A down API server sees one request per 2 s per reflector.
+func Backoff() *wait.Backoff {
+	return &wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 2 * time.Second}
+}
+
 // Start runs the reflector until ctx ends (a manager Runnable): one for the
 // whole cluster, or one per namespace of Options.Namespaces.
 func (s *Store[V]) Start(ctx context.Context) error {
 	if len(s.o.Namespaces) == 0 {
-		r := toolscache.NewReflectorWithOptions(s.o.ListWatch, s.o.Example, s, toolscache.ReflectorOptions{Name: s.o.Name})
+		r := toolscache.NewReflectorWithOptions(s.o.ListWatch, s.o.Example, s, toolscache.ReflectorOptions{Name: s.o.Name, Backoff: Backoff()})
 		r.RunWithContext(ctx)
 		return nil
 	}
@@ -91,7 +103,7 @@ func (s *Store[V]) Start(ctx context.Context) error {
 	for _, ns := range s.o.Namespaces {
 		sc := &scoped[V]{Store: s, ns: ns, first: pending.Done}
 		r := toolscache.NewReflectorWithOptions(s.o.NamespacedListWatch(ns), s.o.Example, sc,
-			toolscache.ReflectorOptions{Name: s.o.Name + "/" + ns})
+			toolscache.ReflectorOptions{Name: s.o.Name + "/" + ns, Backoff: Backoff()})
 		wg.Go(func() { r.RunWithContext(ctx) })
 	}
 	wg.Wait()

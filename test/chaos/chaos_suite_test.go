@@ -37,13 +37,20 @@ type sizes struct {
 	kills  int
 	// converge bounds the wait for convergence.
 	converge time.Duration
+	// The Kubernetes faults: kube-apiserver restarts during a convergence (each
+	// down for restartDown, then warming up for restartWarm), and a freeze.
+	restarts                 int
+	restartDown, restartWarm time.Duration
+	freeze                   time.Duration
 }
 
 func runSizes() sizes {
 	if *flagFull {
-		return sizes{batch: 100, hosts: 2, big: 3000, outage: 60 * time.Second, window: 30 * time.Second, kills: 20, converge: 10 * time.Minute}
+		return sizes{batch: 100, hosts: 2, big: 3000, outage: 60 * time.Second, window: 30 * time.Second, kills: 20, converge: 10 * time.Minute,
+			restarts: 5, restartDown: 3 * time.Second, restartWarm: 4 * time.Second, freeze: 60 * time.Second}
 	}
-	return sizes{batch: 15, hosts: 2, big: 60, outage: 12 * time.Second, window: 5 * time.Second, kills: 2, converge: 3 * time.Minute}
+	return sizes{batch: 15, hosts: 2, big: 60, outage: 12 * time.Second, window: 5 * time.Second, kills: 2, converge: 3 * time.Minute,
+		restarts: 5, restartDown: time.Second, restartWarm: 2 * time.Second, freeze: 10 * time.Second}
 }
 
 func TestChaos(t *testing.T) {

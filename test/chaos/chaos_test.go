@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -48,7 +49,9 @@ var (
 	proxy *faultproxy.Proxy
 	bin   string
 	kcfg  string
-	dir   string
+	// restCfg is envtest's admin config (the Kubernetes fault proxy forwards with it).
+	restCfg *rest.Config
+	dir     string
 	rows  []row
 	// collisionsSeen is how many of the emulator's collisions earlier scenarios reported.
 	collisionsSeen int
@@ -88,6 +91,7 @@ var _ = BeforeSuite(func() {
 	e, rc, err := testutil.Start(testutil.Options{OwnCRDs: true})
 	Expect(err).NotTo(HaveOccurred())
 	env = e
+	restCfg = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = 200, 400
 	k8s, err = client.New(rc, client.Options{Scheme: testutil.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
@@ -165,11 +169,14 @@ func freeAddr() string {
 
 // start runs an operator process; ha turns leader election on (short lease: a
 // dead leader is replaced within about 5 s).
-func start(name string, ha bool) *proc {
+func start(name string, ha bool) *proc { return startWith(name, ha, kcfg) }
+
+// startWith runs an operator process against the API server of kubeconfig.
+func startWith(name string, ha bool, kubeconfig string) *proc {
 	p := &proc{name: name, metrics: freeAddr(), done: make(chan struct{})}
 	logFile, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	Expect(err).NotTo(HaveOccurred())
-	args := []string{"run", "--kubeconfig", kcfg, "--namespace", opNS, "--install-crds=false",
+	args := []string{"run", "--kubeconfig", kubeconfig, "--namespace", opNS, "--install-crds=false",
 		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", "0", "--graceful-shutdown-timeout", "5s"}
 	if ha {
 		args = append(args, "--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
