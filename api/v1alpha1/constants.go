@@ -106,6 +106,10 @@ const (
 	// API failed so often in a row that requests are held back and one probe at a
 	// time checks for its recovery.
 	ConditionAPICircuitClosed = "APICircuitClosed"
+	// ConditionSpecCurrent: the OperatorConfig sets no deprecated field (True,
+	// reason Current); False (reason DeprecatedFieldIgnored) names each field
+	// the operator ignores, e.g. api_sync.workspace_id of versions before 0.29.
+	ConditionSpecCurrent = "SpecCurrent"
 )
 
 // Condition reasons shared by the controllers.
@@ -147,6 +151,8 @@ const (
 	ReasonCRDInstallFailed       = "InstallFailed"
 	ReasonPreflightPassed        = "Passed"
 	ReasonPreflightMissing       = "RequirementMissing"
+	ReasonSpecCurrent            = "Current"
+	ReasonDeprecatedFieldIgnored = "DeprecatedFieldIgnored"
 	// AnnotationPreflight on the API's cluster record holds the checklist's
 	// summary line; AnnotationPreflightCheckedAt when it ran.
 	AnnotationPreflight          = "polycrate.io/preflight"

@@ -60,7 +60,8 @@ type OperatorConfigSpec struct {
 
 // APISyncConfig configures the Polycrate API connection. workspace_id and
 // organization_id are not configured: they are derived from the agent token
-// (see status.api_sync).
+// (see status.api_sync); the two fields of versions before 0.29.0 are accepted
+// and ignored.
 type APISyncConfig struct {
 	// Enabled turns every write to the Polycrate API on or off.
 	// +kubebuilder:default=true
@@ -87,6 +88,20 @@ type APISyncConfig struct {
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	HealthReportIntervalSeconds int32 `json:"health_report_interval_seconds,omitempty"`
+	// WorkspaceID is deprecated and ignored since 0.29.0: the workspace comes from
+	// the agent token (status.api_sync.workspace_id). Accepted so that a manifest
+	// from an older version still applies; the SpecCurrent condition says it is
+	// ignored. Remove it.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	// OrganizationID is deprecated and ignored since 0.29.0: the organization comes
+	// from the agent token (status.api_sync.organization_id). Accepted so that a
+	// manifest from an older version still applies; the SpecCurrent condition says
+	// it is ignored. Remove it.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	OrganizationID string `json:"organization_id,omitempty"`
 }
 
 // CredentialsReference names the Secret holding the agent token.
@@ -373,7 +388,8 @@ type OperatorConfigStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observed_generation,omitempty"`
-	// Conditions: Ready, APIConnected, WorkspaceResolved, LocalClusterRegistered.
+	// Conditions: Ready, APIConnected, WorkspaceResolved, LocalClusterRegistered,
+	// APICircuitClosed, CRDsInstalled, PreflightPassed, SpecCurrent.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -83,6 +83,14 @@ func sampleFiles() []string {
 	return files
 }
 
+// strictApply applies u as `kubectl apply --server-side` does: an apply patch
+// with fieldValidation=Strict. controller-runtime's typed Apply has no field
+// validation option, hence the apply patch type of Patch.
+func strictApply(u *unstructured.Unstructured, manager string) error {
+	//nolint:staticcheck // client.Apply: the only way to send fieldValidation with an apply patch
+	return k8s.Patch(ctx, u, client.Apply, client.FieldValidation("Strict"), client.FieldOwner(manager), client.ForceOwnership)
+}
+
 func newOperatorConfig(ns, name string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "polycrate.io/v1alpha1", "kind": "OperatorConfig",
@@ -126,10 +134,9 @@ func schemaSpecs() {
 			u := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal(raw, &u.Object)).To(Succeed(), f)
 			want := u.DeepCopy()
-			// Server-side apply, as `kubectl apply --server-side` does; one manager per file.
-			err = k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-				client.FieldOwner("sample-"+filepath.Base(f)), client.ForceOwnership)
-			Expect(err).NotTo(HaveOccurred(), "sample %s rejected", filepath.Base(f))
+			// Server-side apply with strict field validation, as `kubectl apply
+			// --server-side` sends it; one manager per file.
+			Expect(strictApply(u, "sample-"+filepath.Base(f))).To(Succeed(), "sample %s rejected", filepath.Base(f))
 
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(want.GroupVersionKind())
@@ -139,6 +146,27 @@ func schemaSpecs() {
 			kinds[want.GetKind()] = true
 		}
 		Expect(kinds).To(HaveLen(10), "config/samples must hold an example of every kind")
+
+		// The same path refuses what a strict kubectl refuses: an unknown field.
+		u := newOperatorConfig("polycrate", "default", map[string]any{"api_sync": map[string]any{"workspace": "x"}})
+		err := strictApply(u, "sample-unknown-field")
+		Expect(err).To(HaveOccurred(), "an unknown field was accepted: the samples are not applied strictly")
+		Expect(err.Error()).To(ContainSubstring(".spec.api_sync.workspace: field not declared in schema"))
+	})
+
+	It("accepts an OperatorConfig of a version before 0.29 with its workspace_id and organization_id, by kubectl apply (client-side) too", func() {
+		ns := freshNamespace()
+		raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "samples", "polycrate_v1alpha1_operatorconfig_pre029.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(raw, &u.Object)).To(Succeed())
+		u.SetNamespace(ns)
+		// kubectl apply's first POST: strict field validation.
+		Expect(k8s.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		oc := &v1.OperatorConfig{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, oc)).To(Succeed())
+		Expect(oc.Spec.APISync.WorkspaceID).To(Equal("550e8400-e29b-41d4-a716-446655440000"))
+		Expect(oc.Spec.APISync.OrganizationID).To(Equal("6ba7b810-9dad-11d1-80b4-00c04fd430c8"))
 	})
 
 	It("defaults a bare OperatorConfig to the seed's values", func() {

@@ -17,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -377,6 +378,32 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 		setToken(map[string][]byte{"token": []byte(emulator.DevAgentToken)})
 		Eventually(func() string { return getOC().Status.APISync.WorkspaceName }, apiTimeout).Should(Equal("production"))
 		condition(v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered)
+	})
+
+	It("accepts workspace_id and organization_id of a version before 0.29 strictly, ignores them, and says so", func() {
+		condition(v1.ConditionSpecCurrent, metav1.ConditionTrue, v1.ReasonSpecCurrent)
+		wsID := getOC().Status.APISync.WorkspaceID
+		// The old manifest's fields, patched as `kubectl apply` sends them: strict
+		// field validation.
+		patch := []byte(`{"spec":{"api_sync":{"workspace_id":"550e8400-e29b-41d4-a716-446655440000","organization_id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}}}`)
+		Expect(k8s.Patch(ctx, getOC(), client.RawPatch(types.MergePatchType, patch), client.FieldValidation("Strict"))).To(Succeed())
+
+		c := condition(v1.ConditionSpecCurrent, metav1.ConditionFalse, v1.ReasonDeprecatedFieldIgnored)
+		Expect(c.Message).To(ContainSubstring("api_sync.workspace_id (550e8400-e29b-41d4-a716-446655440000) is ignored since 0.29; the workspace comes from the token (production, " + wsID + ")"))
+		Expect(c.Message).To(ContainSubstring("api_sync.organization_id (6ba7b810-9dad-11d1-80b4-00c04fd430c8) is ignored since 0.29"))
+		warningEvent(ns, v1.ReasonDeprecatedFieldIgnored)
+		// Ignored: the workspace is still the token's, everything else stays as it was.
+		Consistently(func(g Gomega) {
+			oc := getOC()
+			g.Expect(oc.Status.APISync.WorkspaceID).To(Equal(wsID))
+			g.Expect(oc.Status.APISync.WorkspaceName).To(Equal("production"))
+			g.Expect(meta.IsStatusConditionTrue(oc.Status.Conditions, v1.ConditionReady)).To(BeTrue())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		// Removed, as the seed says they can be: the condition turns True again.
+		patch = []byte(`{"spec":{"api_sync":{"workspace_id":null,"organization_id":null}}}`)
+		Expect(k8s.Patch(ctx, getOC(), client.RawPatch(types.MergePatchType, patch), client.FieldValidation("Strict"))).To(Succeed())
+		condition(v1.ConditionSpecCurrent, metav1.ConditionTrue, v1.ReasonSpecCurrent)
 	})
 
 	It("rides out an API outage: conditions say so, the agent turns CRITICAL with a downtime, and all recovers", func() {

@@ -93,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// cluster and the agent when the operator goes).
 	patcher := controller.NewStatusPatcher(r.Client, oc)
 	res, err := r.reconcile(ctx, log, oc)
+	r.specCurrent(log, oc)
 	// observedGeneration is set by the publish step (see there), not on success.
 	_, perr := patcher.Patch(ctx, oc)
 	return res, errors.Join(err, perr)
@@ -195,6 +196,38 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
 		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 	return result, nil
+}
+
+// specCurrent says which deprecated fields the spec sets and that they are
+// ignored (seed 002, "Migration von älteren Versionen": an OperatorConfig of a
+// version before 0.29 may keep workspace_id and organization_id, and must
+// still apply). A Warning event and one log line on the transition to False.
+func (r *Reconciler) specCurrent(log logr.Logger, oc *v1.OperatorConfig) {
+	var ignored []string
+	resolved := oc.Status.APISync
+	if id := oc.Spec.APISync.WorkspaceID; id != "" {
+		msg := fmt.Sprintf("api_sync.workspace_id (%s) is ignored since 0.29; the workspace comes from the token", id)
+		if resolved != nil && resolved.WorkspaceID != "" {
+			msg += fmt.Sprintf(" (%s, %s)", resolved.WorkspaceName, resolved.WorkspaceID)
+		}
+		ignored = append(ignored, msg)
+	}
+	if id := oc.Spec.APISync.OrganizationID; id != "" {
+		msg := fmt.Sprintf("api_sync.organization_id (%s) is ignored since 0.29; the organization comes from the token", id)
+		if resolved != nil && resolved.OrganizationID != "" {
+			msg += fmt.Sprintf(" (%s, %s)", resolved.OrganizationName, resolved.OrganizationID)
+		}
+		ignored = append(ignored, msg)
+	}
+	if len(ignored) == 0 {
+		r.setCondition(oc, v1.ConditionSpecCurrent, metav1.ConditionTrue, v1.ReasonSpecCurrent, "no deprecated field is set")
+		return
+	}
+	msg := strings.Join(ignored, "; ") + ": remove the field from the OperatorConfig"
+	if c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionSpecCurrent); c == nil || c.Status != metav1.ConditionFalse {
+		log.Info("the OperatorConfig sets deprecated fields, which are ignored", "detail", msg)
+	}
+	r.setCondition(oc, v1.ConditionSpecCurrent, metav1.ConditionFalse, v1.ReasonDeprecatedFieldIgnored, msg)
 }
 
 // circuitCondition says whether the API connection's circuit breaker lets
