@@ -421,7 +421,9 @@ var _ = Describe("the Helm chart", func() {
 		svc := find(objs, "Service", "polycrate-operator")
 		Expect(svc).NotTo(BeNil())
 		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-		Expect(ports).To(ConsistOf(And(HaveKeyWithValue("port", BeNumerically("==", 8888)), HaveKeyWithValue("targetPort", "external-dns"))))
+		Expect(ports).To(ConsistOf(
+			And(HaveKeyWithValue("name", "health"), HaveKeyWithValue("port", BeNumerically("==", 8081)), HaveKeyWithValue("targetPort", "health")),
+			And(HaveKeyWithValue("name", "external-dns"), HaveKeyWithValue("port", BeNumerically("==", 8888)), HaveKeyWithValue("targetPort", "external-dns"))))
 		Expect(find(objs, "APIService", "v1alpha1.webhook.dns.polycrate.io")).To(BeNil())
 		oc := find(objs, "OperatorConfig", "default")
 		edns, _, _ := unstructured.NestedMap(oc.Object, "spec", "external_dns_webhook")
@@ -430,11 +432,13 @@ var _ = Describe("the Helm chart", func() {
 		Expect(dns01).To(HaveKeyWithValue("enabled", false))
 		dryRun(objs)
 
-		// The external-dns provider off: no Service, no port; DNS01 on a custom port:
-		// the APIService's Service targets the port the OperatorConfig serves on.
+		// The external-dns provider off: no port for it (the Service keeps health);
+		// DNS01 on a custom port: the APIService's Service targets the port the
+		// OperatorConfig serves on.
 		objs = mustRender(map[string]any{"operatorConfig": map[string]any{"create": true},
 			"externalDNSWebhook": map[string]any{"enabled": false}, "dns01Webhook": map[string]any{"enabled": true, "port": 9443}})
-		Expect(find(objs, "Service", "polycrate-operator")).To(BeNil())
+		ports, _, _ = unstructured.NestedSlice(find(objs, "Service", "polycrate-operator").Object, "spec", "ports")
+		Expect(ports).To(ConsistOf(HaveKeyWithValue("name", "health")))
 		d := find(objs, "Deployment", "polycrate-operator")
 		ctrs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		Expect(ctrs[0].(map[string]any)["ports"]).To(ContainElement(And(HaveKeyWithValue("name", "dns01-webhook"),
@@ -515,13 +519,39 @@ var _ = Describe("the Helm chart", func() {
 		Expect(pod).NotTo(BeNil())
 		Expect(pod.GetAnnotations()).To(HaveKeyWithValue("helm.sh/hook", "test"))
 		c, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
-		Expect(c[0].(map[string]any)["args"]).To(Equal([]any{"health", "--url=http://polycrate-operator-metrics.polycrate.svc:8081"}))
+		Expect(c[0].(map[string]any)["args"]).To(Equal([]any{"health", "--url=http://polycrate-operator.polycrate.svc:8081"}))
 		spec, _, _ := unstructured.NestedMap(pod.Object, "spec")
 		Expect(spec["imagePullSecrets"]).To(Equal([]any{map[string]any{"name": "regcred"}}))
-		svc := find(objs, "Service", "polycrate-operator-metrics")
-		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-		Expect(ports).To(ContainElement(And(HaveKeyWithValue("name", "health"), HaveKeyWithValue("port", BeNumerically("==", 8081)),
-			HaveKeyWithValue("targetPort", "health"))))
+	})
+
+	It("serves the seed's URLs with the defaults: health at polycrate-operator.polycrate:8081, external-dns at polycrate-operator.polycrate.svc:8888", func() {
+		// Seed 002: `polycrate operator health --url http://polycrate-operator.polycrate:8081`
+		// and external-dns's --webhook-provider-url=http://polycrate-operator.polycrate.svc:8888.
+		for _, values := range []map[string]any{nil, {"metrics": map[string]any{"service": map[string]any{"enabled": false}}}} {
+			objs := mustRender(values)
+			dryRun(objs)
+			svc := find(objs, "Service", "polycrate-operator")
+			Expect(svc).NotTo(BeNil(), "no Service polycrate-operator (values %v)", values)
+			Expect(svc.GetNamespace()).To(Equal("polycrate"))
+			ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+			Expect(ports).To(ContainElements(
+				And(HaveKeyWithValue("port", BeNumerically("==", 8081)), HaveKeyWithValue("targetPort", "health")),
+				And(HaveKeyWithValue("port", BeNumerically("==", 8888)), HaveKeyWithValue("targetPort", "external-dns"))))
+			// The Service's target ports are the container's named ports, and the
+			// container listens where they say.
+			d := find(objs, "Deployment", "polycrate-operator")
+			ctrs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			ctr := ctrs[0].(map[string]any)
+			Expect(ctr["ports"]).To(ContainElements(
+				And(HaveKeyWithValue("name", "health"), HaveKeyWithValue("containerPort", BeNumerically("==", 8081))),
+				And(HaveKeyWithValue("name", "external-dns"), HaveKeyWithValue("containerPort", BeNumerically("==", 8888)))))
+			Expect(ctr["args"]).To(ContainElement("--health-probe-bind-address=:8081"))
+			sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+			labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+			for k, v := range sel {
+				Expect(labels).To(HaveKeyWithValue(k, v))
+			}
+		}
 	})
 
 	It("prints NOTES that say what to check, and what is still missing", func() {
@@ -618,7 +648,7 @@ var _ = Describe("the Helm chart", func() {
 		Expect(c[0].(map[string]any)["args"]).To(ContainElement("--scale-down=pco-staging"))
 		test := find(objs, "Pod", "pco-staging-test-health")
 		tc, _, _ := unstructured.NestedSlice(test.Object, "spec", "containers")
-		Expect(tc[0].(map[string]any)["args"]).To(ContainElement("--url=http://pco-staging-metrics.polycrate.svc:8081"))
+		Expect(tc[0].(map[string]any)["args"]).To(ContainElement("--url=http://pco-staging.polycrate.svc:8081"))
 		for _, o := range objs {
 			if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "OperatorConfig" && o.GetKind() != "Secret" {
 				Expect(o.GetName()).NotTo(HavePrefix("polycrate-operator"), "%s %s kept the default name", o.GetKind(), o.GetName())
