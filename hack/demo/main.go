@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +63,15 @@ var (
 )
 
 func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) error {
+	// Every listener first, before anything is written: a port another process
+	// holds (another demo?) ends the demo here, instead of running it against
+	// that process's API. The emulator's listener is kept and served; the
+	// operator's ports are checked and released for it.
+	apiListener, err := claimPorts(apiAddr, probeAddr, metricsAddr, demoDNSAddr, demoExternalDNSPort)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = apiListener.Close() }()
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return err
 	}
@@ -81,7 +91,7 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	defer func() { _ = api.Close() }()
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	apiDone := make(chan error, 1)
-	go func() { apiDone <- api.ListenAndServe(apiCtx, apiAddr) }()
+	go func() { apiDone <- api.Serve(apiCtx, apiListener) }()
 	servedDNS, err := api.ListenDNS(apiCtx, demoDNSAddr)
 	if err != nil {
 		stopAPI()
@@ -225,6 +235,57 @@ Press Ctrl-C to stop everything.
 
 `, apiAddr, emulator.DevAgentToken, kubeconfig, probeAddr)
 	return <-opDone
+}
+
+// busyError names a port another process holds and the flag that moves it.
+func busyError(addr, flagName string, err error) error {
+	_, port, _ := net.SplitHostPort(addr)
+	return fmt.Errorf("port %s is in use (another demo?); pass -%s (%v)", port, flagName, err)
+}
+
+// claimPorts listens on the emulator's address (the listener it returns is
+// the one the emulator serves) and checks that every other port the demo opens
+// is free: the emulator's DNS (udp and tcp), the operator's health probes,
+// metrics and external-dns webhook (on every interface, as the operator
+// listens).
+func claimPorts(apiAddr, probeAddr, metricsAddr, dnsAddr string, externalDNSPort int) (net.Listener, error) {
+	api, err := net.Listen("tcp", apiAddr)
+	if err != nil {
+		return nil, busyError(apiAddr, "api-addr", err)
+	}
+	checks := []struct{ network, addr, flag string }{
+		{"tcp", probeAddr, "health-probe-bind-address"},
+		{"tcp", metricsAddr, "metrics-bind-address"},
+		{"tcp", dnsAddr, "dns-addr"},
+		{"udp", dnsAddr, "dns-addr"},
+		{"tcp", net.JoinHostPort("", strconv.Itoa(externalDNSPort)), "external-dns-port"},
+	}
+	for _, c := range checks {
+		if c.addr == "0" || strings.HasSuffix(c.addr, ":0") {
+			continue // disabled, or any free port
+		}
+		var closeErr error
+		if c.network == "udp" {
+			pc, err := net.ListenPacket(c.network, c.addr)
+			if err != nil {
+				_ = api.Close()
+				return nil, busyError(c.addr, c.flag, err)
+			}
+			closeErr = pc.Close()
+		} else {
+			l, err := net.Listen(c.network, c.addr)
+			if err != nil {
+				_ = api.Close()
+				return nil, busyError(c.addr, c.flag, err)
+			}
+			closeErr = l.Close()
+		}
+		if closeErr != nil {
+			_ = api.Close()
+			return nil, closeErr
+		}
+	}
+	return api, nil
 }
 
 func ensure(ctx context.Context, c client.Client, obj client.Object) error {
