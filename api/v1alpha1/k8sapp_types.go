@@ -91,6 +91,16 @@ type K8sAppArtifact struct {
 	PodCount int32 `json:"pod_count"`
 }
 
+// K8sAppRestartBucket counts the container restarts of an app's Pods that
+// were observed in the 5 minutes from Start.
+type K8sAppRestartBucket struct {
+	// Start is the bucket's beginning (a multiple of 5 minutes).
+	Start metav1.Time `json:"start"`
+	// Restarts observed in the bucket.
+	// +kubebuilder:validation:Minimum=0
+	Restarts int32 `json:"restarts"`
+}
+
 // K8sAppStatus is the observed and API-sync state of a K8sApp.
 type K8sAppStatus struct {
 	SyncStatus `json:",inline"`
@@ -122,6 +132,18 @@ type K8sAppStatus struct {
 	// PodsRestarts is the sum of the container restart counts of the app's Pods.
 	// +optional
 	PodsRestarts int32 `json:"pods_restarts,omitempty"`
+	// PodsRestartsLastHour is how often the containers of the app's Pods
+	// restarted in the last hour (the API's pods_restart_count_last_hour): the
+	// sum of PodsRestartWindow.
+	// +optional
+	PodsRestartsLastHour int32 `json:"pods_restarts_last_hour,omitempty"`
+	// PodsRestartWindow holds the restarts of the last hour in 5-minute buckets,
+	// so the count survives a restart of the operator. A bucket leaves the
+	// window an hour after it began (a restart counts for 55 to 60 minutes).
+	// +kubebuilder:validation:MaxItems=13
+	// +listType=atomic
+	// +optional
+	PodsRestartWindow []K8sAppRestartBucket `json:"pods_restart_window,omitempty"`
 	// PodsStatusHash detects changes of the pod part of the payload.
 	// +optional
 	PodsStatusHash string `json:"pods_status_hash,omitempty"`
@@ -149,6 +171,7 @@ type K8sAppStatus struct {
 // +kubebuilder:printcolumn:name="Artifacts",type=integer,JSONPath=`.status.artifact_count`
 // +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.pods_total`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.pods_ready`,priority=1
+// +kubebuilder:printcolumn:name="Restarts-1h",type=integer,JSONPath=`.status.pods_restarts_last_hour`,priority=1
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -316,6 +316,18 @@ var _ = Describe("the operator as an agent of the Polycrate API", Ordered, func(
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(d.PodsTotal).To(Equal(1))
 			g.Expect(d.PodsReady).To(Equal(1))
+			g.Expect(d.PodsRestartCountTotal).To(Equal(2))
+		}, apiTimeout, pollInterval).Should(Succeed())
+		// A restart alone (total and ready unchanged) reaches the API too.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		pod.Status.ContainerStatuses[0].RestartCount = 5
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		updateOC(func(oc *v1.OperatorConfig) { oc.Annotations = map[string]string{"pods": "restarted"} })
+		Eventually(func(g Gomega) {
+			d, err := c.K8sApps().Get(ctx, app.ID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.PodsRestartCountTotal).To(Equal(5))
+			g.Expect(d.PodsTotal).To(Equal(1))
 		}, apiTimeout, pollInterval).Should(Succeed())
 
 		// The rollout extension wants the seed's OPERATOR_BLOCK_VERSION here.

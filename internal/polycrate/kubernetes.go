@@ -8,22 +8,27 @@ import (
 // K8sApp is the detail model of /api/v1/kubernetes/apps/.
 type K8sApp struct {
 	Meta
-	Kind                string     `json:"kind"`
-	Block               *Ref       `json:"block"`
-	K8sCluster          *Ref       `json:"k8s_cluster"`
-	Namespace           *string    `json:"namespace"`
-	Active              bool       `json:"active"`
-	Source              *string    `json:"source"`
-	BYOA                bool       `json:"byoa"`
-	InstalledVersion    *string    `json:"installed_version"`
-	Installed           bool       `json:"installed"`
-	InstallationRunning bool       `json:"installation_running"`
-	InstallationFailed  bool       `json:"installation_failed"`
-	Uninstalled         bool       `json:"uninstalled"`
-	PodsTotal           int        `json:"pods_total"`
-	PodsReady           int        `json:"pods_ready"`
-	PodsStatusHash      *string    `json:"pods_status_hash"`
-	PodsStatusUpdatedAt *time.Time `json:"pods_status_updated_at"`
+	Kind                string  `json:"kind"`
+	Block               *Ref    `json:"block"`
+	K8sCluster          *Ref    `json:"k8s_cluster"`
+	Namespace           *string `json:"namespace"`
+	Active              bool    `json:"active"`
+	Source              *string `json:"source"`
+	BYOA                bool    `json:"byoa"`
+	InstalledVersion    *string `json:"installed_version"`
+	Installed           bool    `json:"installed"`
+	InstallationRunning bool    `json:"installation_running"`
+	InstallationFailed  bool    `json:"installation_failed"`
+	Uninstalled         bool    `json:"uninstalled"`
+	PodsTotal           int     `json:"pods_total"`
+	PodsReady           int     `json:"pods_ready"`
+	// PodsRestartCountTotal and PodsRestartCountLastHr: the restarts of the
+	// app's Pods, all and in the last hour.
+	PodsRestartCountTotal  int        `json:"pods_restart_count_total"`
+	PodsRestartCountLastHr int        `json:"pods_restart_count_last_hour"`
+	LastInstallation       *time.Time `json:"last_installation"`
+	PodsStatusHash         *string    `json:"pods_status_hash"`
+	PodsStatusUpdatedAt    *time.Time `json:"pods_status_updated_at"`
 	// DesiredVersion is an extension (seed 000): the version the API wants this
 	// cluster's operator to run; absent from the published API.
 	DesiredVersion *string `json:"desired_version"`
@@ -67,9 +72,12 @@ type K8sAppRequest struct {
 	ManagedByObjectID     *string    `json:"managed_by_object_id,omitempty"`
 	UninstallationRunning bool       `json:"uninstallation_running"`
 	UninstallationFailed  bool       `json:"uninstallation_failed"`
-	// PodsRestartCountLastHr is not computed by the operator (it keeps no restart
-	// history) and therefore never sent.
-	PodsRestartCountLastHr int `json:"pods_restart_count_last_hour,omitempty"`
+	// PodsRestartCountLastHr is always sent: a window that emptied is a 0 the
+	// API must see.
+	PodsRestartCountLastHr int `json:"pods_restart_count_last_hour"`
+	// LastInstallation is when the last install action ran (the meta-Secret's
+	// action.last_executed_at).
+	LastInstallation *time.Time `json:"last_installation,omitempty"`
 }
 
 // K8sApps is /api/v1/kubernetes/apps/ (agent tokens may not delete).

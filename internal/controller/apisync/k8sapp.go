@@ -72,6 +72,7 @@ func k8sAppPayload(app *v1.K8sApp, cluster string) (polycrate.K8sAppRequest, err
 		Uninstalled: st.Uninstalled,
 		PodsTotal:   int(st.PodsTotal), PodsReady: int(st.PodsReady), PodsAvailable: int(st.PodsAvailable),
 		PodsUnavailable: int(st.PodsUnavailable), PodsRestartCountTotal: int(st.PodsRestarts),
+		PodsRestartCountLastHr: int(st.PodsRestartsLastHour),
 		CreatedByComponent: "operator",
 		Common: polycrate.Common{DisplayName: &display,
 			Labels:      map[string]string{"polycrate_source_namespace": app.Namespace, "polycrate_source_name": app.Name},
@@ -87,6 +88,10 @@ func k8sAppPayload(app *v1.K8sApp, cluster string) (polycrate.K8sAppRequest, err
 	if s.Block.Version != "" {
 		v := s.Block.Version
 		req.InstalledVersion = &v
+	}
+	if a := s.Action; a.Name == "install" && a.LastExecutedAt != nil {
+		t := a.LastExecutedAt.UTC()
+		req.LastInstallation = &t
 	}
 	if st.BlockID != "" {
 		id := st.BlockID
@@ -169,6 +174,7 @@ func (k8sApps) NeedsSync(old, app *v1.K8sApp) bool {
 	return o.PodsStatusHash != n.PodsStatusHash || o.Installed != n.Installed || o.InstallationRunning != n.InstallationRunning ||
 		o.InstallationFailed != n.InstallationFailed || o.Uninstalled != n.Uninstalled || o.PodsTotal != n.PodsTotal ||
 		o.PodsReady != n.PodsReady || o.PodsAvailable != n.PodsAvailable || o.PodsRestarts != n.PodsRestarts ||
+		o.PodsRestartsLastHour != n.PodsRestartsLastHour ||
 		!equality.Semantic.DeepEqual(o.PodsStatusUpdatedAt, n.PodsStatusUpdatedAt)
 }
 

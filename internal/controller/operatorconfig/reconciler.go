@@ -544,7 +544,7 @@ func (r *Reconciler) operatorApp(ctx context.Context, oc *v1.OperatorConfig, clu
 			if ptr.Deref(app.InstalledVersion, "") != r.Version || !app.Installed {
 				patch["installed_version"], patch["installed"] = r.Version, true
 			}
-			if app.PodsTotal != pods.total || app.PodsReady != pods.ready {
+			if app.PodsTotal != pods.total || app.PodsReady != pods.ready || app.PodsRestartCountTotal != pods.restarts {
 				patch["pods_total"], patch["pods_ready"] = pods.total, pods.ready
 				patch["pods_available"], patch["pods_unavailable"] = pods.ready, pods.total-pods.ready
 				patch["pods_restart_count_total"] = pods.restarts

@@ -73,6 +73,8 @@ type Reconciler struct {
 type writtenStatus struct {
 	uid types.UID
 	observed
+	// restarts is each Pod's restart count at the write (restartCounts).
+	restarts map[string]int32
 }
 
 type parsedMeta struct {
@@ -145,7 +147,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		app = applied
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, app, want)
+	// The restart window changes by itself as its buckets age: look again then.
+	expiry, err := r.writeStatus(ctx, app, want)
+	return ctrl.Result{RequeueAfter: expiry}, err
 }
 
 // sources weighs the sources of one key: a meta-Secret wins, then an
@@ -404,26 +408,29 @@ func (r *Reconciler) apply(ctx context.Context, key types.NamespacedName, d *des
 // to apisync. It is written as a whole (a merge patch naming every field), so a
 // stale cache can never leave an old value behind.
 type observed struct {
-	Installed           bool                `json:"installed"`
-	InstallationRunning bool                `json:"installation_running"`
-	InstallationFailed  bool                `json:"installation_failed"`
-	Uninstalled         bool                `json:"uninstalled"`
-	State               string              `json:"state"`
-	PodsTotal           int32               `json:"pods_total"`
-	PodsReady           int32               `json:"pods_ready"`
-	PodsAvailable       int32               `json:"pods_available"`
-	PodsUnavailable     int32               `json:"pods_unavailable"`
-	PodsRestarts        int32               `json:"pods_restarts"`
-	PodsStatusHash      string              `json:"pods_status_hash"`
-	PodsStatusUpdatedAt *metav1.Time        `json:"pods_status_updated_at"`
-	Artifacts           []v1.K8sAppArtifact `json:"artifacts"`
-	ArtifactCount       int32               `json:"artifact_count"`
+	Installed           bool                     `json:"installed"`
+	InstallationRunning bool                     `json:"installation_running"`
+	InstallationFailed  bool                     `json:"installation_failed"`
+	Uninstalled         bool                     `json:"uninstalled"`
+	State               string                   `json:"state"`
+	PodsTotal           int32                    `json:"pods_total"`
+	PodsReady           int32                    `json:"pods_ready"`
+	PodsAvailable       int32                    `json:"pods_available"`
+	PodsUnavailable     int32                    `json:"pods_unavailable"`
+	PodsRestarts        int32                    `json:"pods_restarts"`
+	PodsRestartsHour    int32                    `json:"pods_restarts_last_hour"`
+	PodsRestartWindow   []v1.K8sAppRestartBucket `json:"pods_restart_window"`
+	PodsStatusHash      string                   `json:"pods_status_hash"`
+	PodsStatusUpdatedAt *metav1.Time             `json:"pods_status_updated_at"`
+	Artifacts           []v1.K8sAppArtifact      `json:"artifacts"`
+	ArtifactCount       int32                    `json:"artifact_count"`
 }
 
 func observedOf(st *v1.K8sAppStatus) observed {
 	return observed{Installed: st.Installed, InstallationRunning: st.InstallationRunning, InstallationFailed: st.InstallationFailed,
 		Uninstalled: st.Uninstalled, State: st.State, PodsTotal: st.PodsTotal, PodsReady: st.PodsReady, PodsAvailable: st.PodsAvailable,
-		PodsUnavailable: st.PodsUnavailable, PodsRestarts: st.PodsRestarts, PodsStatusHash: st.PodsStatusHash,
+		PodsUnavailable: st.PodsUnavailable, PodsRestarts: st.PodsRestarts, PodsRestartsHour: st.PodsRestartsLastHour,
+		PodsRestartWindow: st.PodsRestartWindow, PodsStatusHash: st.PodsStatusHash,
 		PodsStatusUpdatedAt: st.PodsStatusUpdatedAt, Artifacts: st.Artifacts, ArtifactCount: st.ArtifactCount}
 }
 
@@ -433,7 +440,9 @@ func observedOf(st *v1.K8sAppStatus) observed {
 // (a diff against a stale cached copy could leave an old value behind).
 // "Changed" is judged against what this process last wrote for the app (the
 // cache may not show that write yet), else against the cached object.
-func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired) error {
+//
+// It returns when the restart window changes by itself next (0: never).
+func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired) (time.Duration, error) {
 	sum := Summarize(d.pods)
 	inst := metasecret.Installation{Installed: true} // an external app is there while its sources are
 	if d.meta != nil {
@@ -441,29 +450,35 @@ func (r *Reconciler) writeStatus(ctx context.Context, app *v1.K8sApp, d *desired
 	}
 	key := client.ObjectKeyFromObject(app).String()
 	prev := observedOf(&app.Status)
+	var lastRestarts map[string]int32
 	if v, ok := r.written.Load(key); ok && v.(writtenStatus).uid == app.UID {
 		prev = v.(writtenStatus).observed
+		lastRestarts = v.(writtenStatus).restarts
 	}
+	now := time.Now()
+	window, lastHour := advanceWindow(prev.PodsRestartWindow, now, restartsSince(d.pods, lastRestarts, &app.Status))
 	next := observed{Installed: inst.Installed, InstallationRunning: inst.Running, InstallationFailed: inst.Failed, Uninstalled: inst.Uninstalled,
 		State: sum.State, PodsTotal: sum.Total, PodsReady: sum.Ready, PodsAvailable: sum.Available, PodsUnavailable: sum.Unavailable,
-		PodsRestarts: sum.Restarts, PodsStatusHash: sum.Hash, PodsStatusUpdatedAt: prev.PodsStatusUpdatedAt,
+		PodsRestarts: sum.Restarts, PodsRestartsHour: lastHour, PodsRestartWindow: window,
+		PodsStatusHash: sum.Hash, PodsStatusUpdatedAt: prev.PodsStatusUpdatedAt,
 		Artifacts: sum.Artifacts, ArtifactCount: int32(len(sum.Artifacts))}
 	if next.PodsStatusHash != prev.PodsStatusHash || next.PodsStatusUpdatedAt == nil {
-		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-		next.PodsStatusUpdatedAt = &now
+		at := metav1.NewTime(now.UTC().Truncate(time.Second))
+		next.PodsStatusUpdatedAt = &at
 	}
+	expiry := windowExpiry(window, now)
 	if equality.Semantic.DeepEqual(prev, next) {
-		return nil
+		return expiry, nil
 	}
 	body, err := json.Marshal(map[string]any{"status": next})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := r.Client.Status().Patch(ctx, app, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return client.IgnoreNotFound(err)
+		return 0, client.IgnoreNotFound(err)
 	}
-	r.written.Store(key, writtenStatus{uid: app.UID, observed: next})
-	return nil
+	r.written.Store(key, writtenStatus{uid: app.UID, observed: next, restarts: restartCounts(d.pods)})
+	return expiry, nil
 }
 
 // PodDetails is the API's pods_details of an app: the counted Pods its status

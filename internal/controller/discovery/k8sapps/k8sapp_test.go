@@ -9,11 +9,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/k8sapps"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil/specs"
 )
@@ -84,6 +86,13 @@ var _ = Describe("K8sApps from meta-Secrets", func() {
 		Expect(*remote.Source).To(Equal("secret"))
 		Expect(remote.PodsReady).To(Equal(2))
 		Expect(*remote.PodsStatusHash).To(Equal(a.Status.PodsStatusHash))
+		// The last action ran at the meta-Secret's action.last_executed_at.
+		Expect(remote.LastInstallation).NotTo(BeNil())
+		Expect(remote.LastInstallation.UTC()).To(Equal(time.Date(2025, 12, 20, 10, 0, 0, 0, time.UTC)))
+		// Restarts the Pods had before discovery are history, not the last hour's.
+		Expect(remote.PodsRestartCountTotal).To(Equal(5))
+		Expect(remote.PodsRestartCountLastHr).To(Equal(0))
+		Expect(a.Status.PodsRestartsLastHour).To(BeZero())
 
 		// A Pod turning unready changes state, hash and the API.
 		p := &corev1.Pod{}
@@ -365,6 +374,62 @@ var _ = Describe("K8sApp sync across a restart", func() {
 		for _, a := range list.Items {
 			Expect(a.ResourceVersion).To(Equal(rvs[a.Name]), "K8sApp %s was written after the restart:\nbefore %+v\nafter  %+v", a.Name, before[a.Name], a)
 		}
+		Expect(api.Collisions()).To(BeEmpty())
+	})
+})
+
+var _ = Describe("the restarts of the last hour", func() {
+	It("counts rising restart counts on the CR and in the API, keeps them across an operator restart, and lets them age out", func() {
+		ns := freshNamespace()
+		rs := workload(ns, "crashy")
+		crash := pod(ns, "crashy-0", podOpts{owner: rsOwner(rs), ready: false, restarts: 0})
+		old := pod(ns, "crashy-1", podOpts{owner: rsOwner(rs), ready: true, restarts: 4})
+		// The Pods join the app with their history: restarts from before it.
+		for _, p := range []*corev1.Pod{crash, old} {
+			Expect(k8s.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"polycrate_k8sapp_name":"crashy"}}}`)))).To(Succeed())
+		}
+		a, _ := synced(ns, "crashy")
+		a = app(ns, "crashy", func(g Gomega, a *v1.K8sApp) { g.Expect(a.Status.PodsTotal).To(BeEquivalentTo(2)) })
+		Expect(a.Status.PodsRestarts).To(BeEquivalentTo(4))
+		Expect(a.Status.PodsRestartsLastHour).To(BeZero())
+
+		lastHour := func(want int32) {
+			GinkgoHelper()
+			app(ns, "crashy", func(g Gomega, a *v1.K8sApp) {
+				g.Expect(a.Status.PodsRestartsLastHour).To(Equal(want))
+				var sum int32
+				for _, b := range a.Status.PodsRestartWindow {
+					sum += b.Restarts
+				}
+				g.Expect(sum).To(Equal(want), "the window %v", a.Status.PodsRestartWindow)
+			})
+			apiApp(a.Status.APIID, func(g Gomega, r *polycrate.K8sApp) {
+				g.Expect(r.PodsRestartCountLastHr).To(BeEquivalentTo(want))
+			})
+		}
+		// A crash-looping Pod: each restart counts.
+		setPodStatus(crash, false, 1)
+		lastHour(1)
+		setPodStatus(crash, false, 3)
+		lastHour(3)
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		Expect(a.Status.PodsRestarts).To(BeEquivalentTo(7))
+
+		// Across a restart of the operator: the window is in the status, and the
+		// restarts while no operator watched are counted.
+		Expect(oe.StopOperator()).To(Succeed())
+		setPodStatus(crash, false, 5)
+		Expect(oe.StartOperator()).To(Succeed())
+		lastHour(5)
+
+		// The window ages out on its own (a short one here: buckets of 1 s, an
+		// horizon of 5 s): a new restart, then nothing but time passing.
+		k8sapps.SetRestartWindow(time.Second, 5*time.Second)
+		DeferCleanup(k8sapps.SetRestartWindow, k8sapps.RestartBucket, k8sapps.RestartHorizon)
+		time.Sleep(5 * time.Second) // the earlier buckets are older than the short horizon
+		setPodStatus(crash, false, 6)
+		lastHour(1)
+		lastHour(0)
 		Expect(api.Collisions()).To(BeEmpty())
 	})
 })
