@@ -263,6 +263,37 @@ var _ = Describe("against a cluster", Ordered, func() {
 
 		// The leader says once that there is no OperatorConfig.
 		Eventually(logs.String, 30*time.Second).Should(ContainSubstring("no OperatorConfig: the operator discovers nothing until one exists"))
+
+		// A failure the user must act on (the token's Secret is missing) is one
+		// error-level line, without a stack trace; the retries log nothing more.
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "polycrate"}}))).To(Succeed())
+		oc := &v1.OperatorConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "polycrate", Name: v1.DefaultOperatorConfigName}}
+		oc.Spec.APISync.CredentialsRef.SecretName = "no-such-secret"
+		Expect(k8s.Create(ctx, oc)).To(Succeed())
+		defer func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, oc))).To(Succeed()) }()
+		errorLines := func() []string {
+			var out []string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, `"level":"error"`) {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		Eventually(errorLines, 30*time.Second, 250*time.Millisecond).Should(ContainElement(SatisfyAll(
+			ContainSubstring(`"msg":"OperatorConfig reconcile failed"`), ContainSubstring(`"reason":"SecretNotFound"`),
+			ContainSubstring(`Secret polycrate/no-such-secret with the agent token does not exist`))))
+		failed := func() []string {
+			var out []string
+			for _, l := range errorLines() {
+				if strings.Contains(l, "reconcile failed") || strings.Contains(l, "Reconciler error") {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		Consistently(failed, 3*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		Expect(failed()[0]).NotTo(ContainSubstring("stacktrace"))
 		cancel()
 		Eventually(done, 30*time.Second).Should(Receive(BeNil()))
 		Expect(logs.String()).To(ContainSubstring("starting polycrate-operator"))

@@ -100,6 +100,12 @@ Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
 				}
 				o.zapOpts.Level = level
 			}
+			// No stack trace on error lines unless asked for (--zap-stacktrace-level):
+			// a failed reconcile is an error line, and its trace names the
+			// operator's own frames, not what went wrong.
+			if o.zapOpts.StacktraceLevel == nil {
+				o.zapOpts.StacktraceLevel = zapcore.PanicLevel
+			}
 			capped := capLogLevel(level)
 			flagLevel := level.Level()
 			logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))

@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -228,13 +230,15 @@ var failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "polycrate_
 
 func init() { ctrlmetrics.Registry.MustRegister(failures) }
 
-// Failure announces that an object turned to a failure: a Warning event, one log
-// line with kind, name, reason and message, and the failure counter.
+// Failure announces that an object turned to a failure: a Warning event, one
+// error-level log line with kind, name, reason and message (controller-runtime's
+// convention for a reconcile that ended in an error; once per transition, the
+// retries that change nothing log at info), and the failure counter.
 func (e Events) Failure(obj client.Object, reason, msg string) {
 	e.Event(obj, corev1.EventTypeWarning, reason, msg)
 	kind := KindOf(obj)
-	e.Log.Info("failed", "kind", kind, "namespace", obj.GetNamespace(), "name", obj.GetName(), "action", e.Action,
-		"reason", reason, "message", msg)
+	e.Log.Error(errors.New(msg), kind+" "+strings.ToLower(e.Action)+" failed", "kind", kind, "namespace", obj.GetNamespace(),
+		"name", obj.GetName(), "action", e.Action, "reason", reason)
 	failures.WithLabelValues(kind, reason).Inc()
 }
 

@@ -240,8 +240,10 @@ func TestFailureIsLoggedAndCountedOnce(t *testing.T) {
 	if got := count() - before; got != 1 {
 		t.Fatalf("counted %v failures, want 1 (a transition, not a retry)", got)
 	}
-	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="failed"`) || !strings.Contains(lines[0], `"kind"="S3Bucket"`) ||
-		!strings.Contains(lines[0], `"name"="counted"`) || !strings.Contains(lines[0], `"reason"="QuotaExceeded"`) || !strings.Contains(lines[0], `"message"="no room"`) {
+	// One error-level line (funcr: an "error" field, no "level"), once.
+	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="S3Bucket test failed"`) || !strings.Contains(lines[0], `"error"="no room"`) ||
+		strings.Contains(lines[0], `"level"=`) || !strings.Contains(lines[0], `"kind"="S3Bucket"`) ||
+		!strings.Contains(lines[0], `"name"="counted"`) || !strings.Contains(lines[0], `"reason"="QuotaExceeded"`) {
 		t.Fatalf("log lines %q", lines)
 	}
 	e.Ready(b, metav1.ConditionTrue, "Ready", "ok", true)

@@ -112,7 +112,7 @@ func Classify(err error) Outcome {
 	case polycrate.IsCircuitOpen(err):
 		return Outcome{Reason: v1.ReasonCircuitOpen, Message: msg, Result: reconcile.Result{RequeueAfter: RequeueCircuitOpen}}
 	case polycrate.IsTransient(err):
-		o := Outcome{Reason: v1.ReasonAPIUnavailable, Message: msg, Failed: true, Err: err}
+		o := Outcome{Reason: v1.ReasonAPIUnavailable, Message: msg, Failed: true, Err: Reported(err)}
 		if wait := polycrate.RetryAfter(err); wait > 0 {
 			o.Result, o.Err = reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -124,9 +124,28 @@ func Classify(err error) Outcome {
 	case errors.As(err, &apiErr), errors.As(err, &decode):
 		return Outcome{Reason: v1.ReasonAPIError, Message: msg, Failed: true}
 	default:
-		return Outcome{Reason: v1.ReasonAPIError, Message: msg, Failed: true, Err: err}
+		return Outcome{Reason: v1.ReasonAPIError, Message: msg, Failed: true, Err: Reported(err)}
 	}
 }
+
+// Reported marks an error whose failure the object already says (a condition,
+// a Warning event, and one error-level line when it turned to a failure):
+// controller-runtime's "Reconciler error" line for each of its retries is
+// logged at info level then (internal/manager's log sink), not at error level
+// once per retry.
+func Reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return reportedError{err}
+}
+
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+// FailureReported says that the failure is on the object already.
+func (reportedError) FailureReported() bool { return true }
 
 // UntrustedCertificate: the peer's TLS certificate failed verification (unknown
 // authority, wrong host name, invalid): a CA to configure, not an outage.

@@ -1,6 +1,10 @@
 package manager
 
-import "github.com/go-logr/logr"
+import (
+	"errors"
+
+	"github.com/go-logr/logr"
+)
 
 // lazyValues returns log with a sink whose WithValues only notes the values:
 // they reach the underlying sink when a line is logged. The output is the
@@ -43,7 +47,22 @@ func (s *lazySink) Enabled(level int) bool { return s.base.Enabled(level) }
 
 func (s *lazySink) Info(level int, msg string, kv ...any) { s.flush().Info(level, msg, kv...) }
 
-func (s *lazySink) Error(err error, msg string, kv ...any) { s.flush().Error(err, msg, kv...) }
+// Error logs an error line, except controller-runtime's "Reconciler error"
+// for an error whose failure the object already says (controller.Reported):
+// that one was logged at error level when the object turned to a failure, and
+// each retry of it is an info line.
+func (s *lazySink) Error(err error, msg string, kv ...any) {
+	var reported interface{ FailureReported() bool }
+	if msg == reconcilerError && errors.As(err, &reported) && reported.FailureReported() {
+		s.flush().Info(0, "retrying; the failure is on the object (condition and Warning event)", append(kv, "error", err.Error())...)
+		return
+	}
+	s.flush().Error(err, msg, kv...)
+}
+
+// reconcilerError is controller-runtime's message for a reconcile that returned
+// an error (pkg/internal/controller).
+const reconcilerError = "Reconciler error"
 
 // WithValues notes the values (in a slice of its own: loggers derived from one
 // another never share one).

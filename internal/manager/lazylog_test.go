@@ -10,6 +10,8 @@ import (
 	uzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/polycrate/polycrate-operator/internal/controller"
 )
 
 // zapLogger is a zap logger as the operator builds it (controller-runtime's
@@ -70,5 +72,30 @@ func BenchmarkReconcileLogger(b *testing.B) {
 				l.V(5).Info("Reconcile successful")
 			}
 		})
+	}
+}
+
+// controller-runtime's "Reconciler error" for a failure the object already
+// says (controller.Reported: an error line was logged when it turned to a
+// failure) is an info line; any other error stays an error line.
+func TestReportedReconcileErrorsLogAtInfo(t *testing.T) {
+	var buf bytes.Buffer
+	log := lazyValues(zapLogger(&buf)).WithValues("controller", "sync-endpoint")
+	log.Error(controller.Reported(errors.New("503 Service Unavailable")), "Reconciler error", "reconcileID", "r-1")
+	log.Error(errors.New("etcdserver: request timed out"), "Reconciler error", "reconcileID", "r-2")
+	log.Error(controller.Reported(errors.New("other")), "some other message")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("lines:\n%s", buf.String())
+	}
+	if !strings.Contains(lines[0], `"level":"info"`) || !strings.Contains(lines[0], `"error":"503 Service Unavailable"`) ||
+		!strings.Contains(lines[0], `"reconcileID":"r-1"`) || !strings.Contains(lines[0], `"controller":"sync-endpoint"`) {
+		t.Fatalf("a reported failure's retry: %s", lines[0])
+	}
+	if !strings.Contains(lines[1], `"level":"error"`) || !strings.Contains(lines[1], `"msg":"Reconciler error"`) {
+		t.Fatalf("an unreported error: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], `"level":"error"`) {
+		t.Fatalf("another message: %s", lines[2])
 	}
 }

@@ -626,8 +626,18 @@ func ignoreList(values ...any) []string {
 
 // setCondition sets a condition and emits an event when it changes: Warning for a
 // failure (a switched-off part is none), Normal for a recovery.
+//
+// Ready repeats the failing condition's reason and message: that failure was
+// announced once already (one Warning event, one error line), not twice.
 func (r *Reconciler) setCondition(oc *v1.OperatorConfig, typ string, status metav1.ConditionStatus, reason, msg string) {
 	announce := reason != v1.ReasonDisabled && reason != v1.ReasonLocalClusterNotCreated
+	if typ == v1.ConditionReady && status == metav1.ConditionFalse {
+		for _, c := range oc.Status.Conditions {
+			if c.Type != v1.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason == reason && c.Message == msg {
+				announce = false
+			}
+		}
+	}
 	r.events().Condition(oc, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg}, announce)
 }
 
