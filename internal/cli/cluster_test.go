@@ -169,6 +169,65 @@ var _ = Describe("against a cluster", Ordered, func() {
 		Expect(err).To(MatchError(`unknown output format "xml": use table, wide, json or yaml`))
 	})
 
+	It("status shows each Endpoint's check state and last check, and every kind's phase in one spelling", func() {
+		for _, ns := range []string{"polycrate", "production"} {
+			Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		}
+		endpoint := func(name, phase string, mon *v1.EndpointMonitoringStatus) {
+			ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "production", Name: name},
+				Spec: v1.EndpointSpec{RemoteAddress: name + ".example.com", RemotePort: 443}}
+			Expect(k8s.Create(ctx, ep)).To(Succeed())
+			ep.Status.Phase, ep.Status.Monitoring = phase, mon
+			Expect(k8s.Status().Update(ctx, ep)).To(Succeed())
+		}
+		checked := metav1.NewTime(time.Now().Add(-90 * time.Second).Truncate(time.Second))
+		endpoint("shop-down", "synced", &v1.EndpointMonitoringStatus{State: "down", LastCheckAt: &checked, ErrorName: "ConnectionRefused"})
+		endpoint("shop-new", "pending", nil)
+		app := &v1.K8sApp{ObjectMeta: metav1.ObjectMeta{Namespace: "production", Name: "shop"}}
+		Expect(k8s.Create(ctx, app)).To(Succeed())
+		app.Status.Phase = "Synced"
+		Expect(k8s.Status().Update(ctx, app)).To(Succeed())
+
+		out, _, err := execute(ctx, "status", "--kubeconfig", kubeconfig, "-n", "production")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`\nEndpoints\n---------\n  NAME\s+NAMESPACE\s+PHASE\s+CHECK\s+LAST CHECK\n` +
+			`  shop-down\s+production\s+Synced\s+down\s+(89|9\d|1[01]\d)s ago\n  shop-new\s+production\s+Pending\s+unknown\s+-\n`))
+		Expect(out).To(MatchRegexp(`\nK8sApps\n-------\n  NAME\s+NAMESPACE\s+PHASE\n  shop\s+production\s+Synced\n`))
+		Expect(out).NotTo(ContainSubstring(" synced"))
+
+		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-n", "production", "-o", "wide")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`  NAME\s+NAMESPACE\s+PHASE\s+CHECK\s+LAST CHECK\s+READY\s+REASON\s+MESSAGE\n`))
+
+		out, _, err = execute(ctx, "status", "--kubeconfig", kubeconfig, "-n", "production", "-o", "json")
+		Expect(err).NotTo(HaveOccurred())
+		var report struct {
+			Kinds []struct {
+				Kind  string `json:"kind"`
+				Items []struct {
+					Name      string     `json:"name"`
+					Phase     string     `json:"phase"`
+					Check     string     `json:"check"`
+					LastCheck *time.Time `json:"lastCheck"`
+				} `json:"items"`
+			} `json:"kinds"`
+		}
+		Expect(json.Unmarshal([]byte(out), &report)).To(Succeed(), out)
+		got := map[string]string{}
+		for _, k := range report.Kinds {
+			for _, it := range k.Items {
+				last := "-"
+				if it.LastCheck != nil {
+					last = it.LastCheck.UTC().Format(time.RFC3339)
+				}
+				got[k.Kind+"/"+it.Name] = it.Phase + " " + it.Check + " " + last
+			}
+		}
+		Expect(got).To(HaveKeyWithValue("Endpoint/shop-down", "Synced down "+checked.UTC().Format(time.RFC3339)))
+		Expect(got).To(HaveKeyWithValue("Endpoint/shop-new", "Pending unknown -"))
+		Expect(got).To(HaveKeyWithValue("K8sApp/shop", "Synced  -"))
+	})
+
 	It("run starts the manager as a standby, serves /healthz, /readyz and /metrics (HTTPS, to readers only), takes the Lease over, and stops cleanly", func() {
 		// Another replica holds the Lease for a few more seconds: this one starts as
 		// a standby, whose Kubernetes writes the fence refuses (the reviews of the

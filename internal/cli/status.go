@@ -8,12 +8,14 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,14 +36,31 @@ type statusKind struct {
 	Items     []statusItem `json:"items"`
 }
 
-// statusItem is one object: its phase and, when it is not Ready, why.
+// statusItem is one object: its phase and, when it is not Ready, why; for an
+// Endpoint its check state and last check.
 type statusItem struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
-	Phase     string `json:"phase,omitempty"`
-	Ready     string `json:"ready,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Message   string `json:"message,omitempty"`
+	// Phase is capitalized for every kind (Synced, Pending, Error, Ready): the
+	// Endpoint CR keeps the seed's lower case in status.phase, status prints
+	// one spelling.
+	Phase   string `json:"phase,omitempty"`
+	Ready   string `json:"ready,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Check is an Endpoint's check state: up, down, or unknown (not checked by
+	// this cluster's operator yet); LastCheck when the last check ran.
+	Check     string       `json:"check,omitempty"`
+	LastCheck *metav1.Time `json:"lastCheck,omitempty"`
+}
+
+// phaseCase is the one spelling status prints a phase in: its first letter
+// in upper case (Kubernetes' convention, as a Pod's phase).
+func phaseCase(p string) string {
+	if p == "" {
+		return ""
+	}
+	return strings.ToUpper(p[:1]) + p[1:]
 }
 
 func newStatusCommand() *cobra.Command {
@@ -51,7 +70,9 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show every Polycrate custom resource in the cluster with its phase",
 		Long: `Print the operator's resources, one section per kind with NAME, NAMESPACE and PHASE
-(-o wide adds READY, REASON and MESSAGE: why an object is not synced; -o json|yaml prints all of it).
+(Endpoints add CHECK — up, down or unknown — and LAST CHECK; -o wide adds READY, REASON and
+MESSAGE: why an object is not synced; -o json|yaml prints all of it). Phases are printed
+capitalized for every kind (the Endpoint CR's status.phase is lower case, as in the seed).
 Reads the cluster directly: works whether or not the operator is running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,7 +114,7 @@ Reads the cluster directly: works whether or not the operator is running.`,
 					fmt.Fprintln(out, "  (CRD not installed: run 'polycrate-operator install-crds')")
 					continue
 				}
-				writeStatusSection(out, k.Items, output == "wide")
+				writeStatusSection(out, k.Items, output == "wide", k.Kind == "Endpoint", time.Now())
 			}
 			return nil
 		},
@@ -128,7 +149,19 @@ func collectStatus(ctx context.Context, c client.Client, host, namespace, opName
 		}
 		for _, it := range list.Items {
 			item := statusItem{Name: it.GetName(), Namespace: it.GetNamespace()}
-			item.Phase, _, _ = unstructured.NestedString(it.Object, "status", "phase")
+			phase, _, _ := unstructured.NestedString(it.Object, "status", "phase")
+			item.Phase = phaseCase(phase)
+			if k.Kind == "Endpoint" {
+				item.Check = "unknown"
+				if state, _, _ := unstructured.NestedString(it.Object, "status", "monitoring", "state"); state != "" {
+					item.Check = state
+				}
+				if at, _, _ := unstructured.NestedString(it.Object, "status", "monitoring", "lastCheckAt"); at != "" {
+					if t, err := time.Parse(time.RFC3339, at); err == nil {
+						item.LastCheck = &metav1.Time{Time: t}
+					}
+				}
+			}
 			conds, _, _ := unstructured.NestedSlice(it.Object, "status", "conditions")
 			for _, c := range conds {
 				if m, ok := c.(map[string]any); ok && m["type"] == polycratev1alpha1.ConditionReady {
@@ -152,7 +185,7 @@ func collectStatus(ctx context.Context, c client.Client, host, namespace, opName
 	return r, nil
 }
 
-func writeStatusSection(out io.Writer, items []statusItem, wide bool) {
+func writeStatusSection(out io.Writer, items []statusItem, wide, checks bool, now time.Time) {
 	if len(items) == 0 {
 		fmt.Fprintln(out, "  (none)")
 		return
@@ -164,17 +197,27 @@ func writeStatusSection(out io.Writer, items []statusItem, wide bool) {
 		return s
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if wide {
-		fmt.Fprintln(tw, "  NAME\tNAMESPACE\tPHASE\tREADY\tREASON\tMESSAGE")
-	} else {
-		fmt.Fprintln(tw, "  NAME\tNAMESPACE\tPHASE")
+	header := []string{"NAME", "NAMESPACE", "PHASE"}
+	if checks {
+		header = append(header, "CHECK", "LAST CHECK")
 	}
+	if wide {
+		header = append(header, "READY", "REASON", "MESSAGE")
+	}
+	fmt.Fprintln(tw, "  "+strings.Join(header, "\t"))
 	for _, it := range items {
-		if wide {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.Namespace), dash(it.Phase), dash(it.Ready), dash(it.Reason), dash(it.Message))
-		} else {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", it.Name, dash(it.Namespace), dash(it.Phase))
+		row := []string{it.Name, dash(it.Namespace), dash(it.Phase)}
+		if checks {
+			last := "-"
+			if it.LastCheck != nil {
+				last = duration.HumanDuration(now.Sub(it.LastCheck.Time)) + " ago"
+			}
+			row = append(row, dash(it.Check), last)
 		}
+		if wide {
+			row = append(row, dash(it.Ready), dash(it.Reason), dash(it.Message))
+		}
+		fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
 }
