@@ -69,7 +69,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: prefetch manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand), a reduced chaos run, the chart's alerts and dashboard (test/promql), then one demo run.
+test: prefetch manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand), a reduced chaos run with a 3-minute soak, the chart's alerts and dashboard (test/promql), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz-short
 	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
@@ -120,6 +120,15 @@ fleet: envtest ## Roll a new operator version across a big simulated fleet (test
 chaos: envtest ## Fault-inject the operator binary (test/chaos: outage, 429, latency, resets, kill -9 ×20, leader kill/pause) and write the results table to bin/chaos/results.md (docs/reliability.md); make test runs a reduced one.
 	go test ./test/chaos -count=1 -v -timeout 60m -args -chaos.full -chaos.out=$(CURDIR)/bin/chaos/results.md
 	@cat bin/chaos/results.md
+
+# The soak's length (make soak); make test runs a 3-minute one. Its fault
+# cadence and its leak bounds scale with it (test/chaos/soak_test.go).
+SOAK ?= 30m
+
+.PHONY: soak
+soak: envtest ## Run the operator for SOAK (default 30m) under Ingress churn, API brownouts and leader handovers; fail on a leak (RSS, live heap, goroutines, files); samples and plot in bin/soak (docs/reliability.md).
+	go test ./test/chaos -count=1 -v -timeout 3h -args -ginkgo.focus='the soak' -chaos.soak=$(SOAK) -chaos.soak-out=$(CURDIR)/bin/soak
+	@echo "soak samples: bin/soak/soak.csv, plot: bin/soak/soak.svg"
 
 .PHONY: chromium
 chromium: ## Make sure a headless Chromium exists for the browser test of the rollout dashboard (Debian's package; installed when run as root).

@@ -94,7 +94,9 @@ func (s *fakeAPIServer) up() bool {
 
 // listOnly lists with LIST, as the Endpoint informer does (the fake serves no
 // streaming list); resilientLW forwards that choice to the reflector.
-type listOnly struct{ toolscache.ListerWatcherWithContext }
+type listOnly struct {
+	toolscache.ListerWatcherWithContext
+}
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 

@@ -19,8 +19,10 @@ import (
 )
 
 var (
-	flagFull = flag.Bool("chaos.full", false, "the full sizes of `make chaos` (20 kills, a 60 s outage, 6,000 endpoints per convergence of the outage scenario); default a reduced run")
-	flagOut  = flag.String("chaos.out", "", "write the results table (Markdown) to this file")
+	flagFull    = flag.Bool("chaos.full", false, "the full sizes of `make chaos` (20 kills, a 60 s outage, 6,000 endpoints per convergence of the outage scenario); default a reduced run")
+	flagOut     = flag.String("chaos.out", "", "write the results table (Markdown) to this file")
+	flagSoak    = flag.Duration("chaos.soak", 3*time.Minute, "how long the soak runs (make soak: 30m); its fault cadence and bounds scale with it (soak_test.go)")
+	flagSoakOut = flag.String("chaos.soak-out", "", "write the soak's samples (CSV) and plot (SVG) into this directory (default: a temporary one)")
 )
 
 // sizes of one run.

@@ -23,8 +23,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -52,7 +52,7 @@ var (
 	// restCfg is envtest's admin config (the Kubernetes fault proxy forwards with it).
 	restCfg *rest.Config
 	dir     string
-	rows  []row
+	rows    []row
 	// collisionsSeen is how many of the emulator's collisions earlier scenarios reported.
 	collisionsSeen int
 )
@@ -171,8 +171,9 @@ func freeAddr() string {
 // dead leader is replaced within about 5 s).
 func start(name string, ha bool) *proc { return startWith(name, ha, kcfg) }
 
-// startWith runs an operator process against the API server of kubeconfig.
-func startWith(name string, ha bool, kubeconfig string) *proc {
+// startWith runs an operator process against the API server of kubeconfig,
+// with extra flags.
+func startWith(name string, ha bool, kubeconfig string, extra ...string) *proc {
 	p := &proc{name: name, metrics: freeAddr(), done: make(chan struct{})}
 	logFile, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	Expect(err).NotTo(HaveOccurred())
@@ -182,7 +183,7 @@ func startWith(name string, ha bool, kubeconfig string) *proc {
 		args = append(args, "--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
 			"--leader-elect-retry-period", "500ms")
 	}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = exec.Command(bin, append(args, extra...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG=")
 	// Should the test binary die (a timeout), its operators die with it.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -312,7 +313,12 @@ func deleteSome(n int) []string {
 // scan compares the cluster with the API: every host of every Ingress that is
 // not being deleted must have exactly one live endpoint, and no live endpoint
 // of the scenario's domain may lack its Ingress.
-type scanResult struct{ lost, duplicated, orphaned, want, deleting int }
+type scanResult struct {
+	lost, duplicated, orphaned, want, deleting int
+	// dups names the duplicates: hosts with more than one live endpoint, and
+	// the emulator's collisions.
+	dups []string
+}
 
 // converged: the API matches the cluster, and every deleted source is gone (its
 // finalizer released once its API objects were deleted).
@@ -349,13 +355,18 @@ func scan() scanResult {
 	for h, n := range have {
 		if n > 1 {
 			res.duplicated += n - 1
+			res.dups = append(res.dups, fmt.Sprintf("%s ×%d", h, n))
 		}
 		if !want[h] {
 			res.orphaned++
 		}
 	}
 	// A duplicate the API held for a while also counts.
-	if c := len(api.Collisions()) - collisionsSeen; c > res.duplicated {
+	cs := api.Collisions()
+	for _, c := range cs[min(collisionsSeen, len(cs)):] {
+		res.dups = append(res.dups, fmt.Sprintf("collision %s %s: %v at %s", c.Resource, c.Key, c.IDs, c.At.Format(time.RFC3339Nano)))
+	}
+	if c := len(cs) - collisionsSeen; c > res.duplicated {
 		res.duplicated = c
 	}
 	return res
@@ -367,7 +378,7 @@ func converge(from time.Time) (time.Duration, scanResult) {
 	deadline := time.Now().Add(sz.converge)
 	for {
 		s := scan()
-		Expect(s.duplicated).To(BeZero(), "duplicates in the API")
+		Expect(s.duplicated).To(BeZero(), "duplicates in the API: %v (logs in %s)", s.dups, dir)
 		if s.converged() {
 			return time.Since(from), s
 		}

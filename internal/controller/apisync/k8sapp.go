@@ -73,7 +73,7 @@ func k8sAppPayload(app *v1.K8sApp, cluster string) (polycrate.K8sAppRequest, err
 		PodsTotal:   int(st.PodsTotal), PodsReady: int(st.PodsReady), PodsAvailable: int(st.PodsAvailable),
 		PodsUnavailable: int(st.PodsUnavailable), PodsRestartCountTotal: int(st.PodsRestarts),
 		PodsRestartCountLastHr: int(st.PodsRestartsLastHour),
-		CreatedByComponent: "operator",
+		CreatedByComponent:     "operator",
 		Common: polycrate.Common{DisplayName: &display,
 			Labels:      map[string]string{"polycrate_source_namespace": app.Namespace, "polycrate_source_name": app.Name},
 			Annotations: map[string]string{APIAnnotationSource: app.Namespace + "/" + app.Name}},

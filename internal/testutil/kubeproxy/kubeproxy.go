@@ -42,7 +42,7 @@ type Proxy struct {
 	addr string
 	// relisten is the listener after a restart (httptest closes only its first).
 	relisten net.Listener
-	rp   *httputil.ReverseProxy
+	rp       *httputil.ReverseProxy
 
 	mu sync.Mutex
 	// down: connections are refused (the listener is closed).
