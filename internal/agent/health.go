@@ -87,10 +87,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "polycrate_operator_health_report_last_success_timestamp_seconds",
 			Help: "Unix time of the last health report the Polycrate API accepted."}),
 	}
-	for _, c := range []prometheus.Collector{m.reports, m.lastSuccess} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.reports, err = polycrate.Register(reg, m.reports); err != nil {
+		return nil, err
+	}
+	if m.lastSuccess, err = polycrate.Register(reg, m.lastSuccess); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -148,11 +148,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	reg := ctrlmetrics.Registry
 	apiMetrics, err := polycrate.NewMetrics(reg)
 	if err != nil {
-		apiMetrics = nil // registered by an earlier Setup in this process (tests)
+		return nil, err
 	}
 	healthMetrics, err := agent.NewMetrics(reg)
 	if err != nil {
-		healthMetrics = nil
+		return nil, err
 	}
 	op := &Operator{
 		Config: &liveconfig.Store{},

@@ -567,8 +567,17 @@ polycrate_api_requests_total{code="400",method="POST",resource="endpoints"} 1
 	if n := promtest.CollectAndCount(reg, "polycrate_api_request_duration_seconds"); n != 1 {
 		t.Fatalf("%d duration series", n)
 	}
-	if _, err := polycrate.NewMetrics(reg); err == nil {
-		t.Fatal("registering twice must fail")
+	// Set up again in the same process (a restart in a test suite): the same
+	// series go on counting.
+	again, err := polycrate.NewMetrics(reg)
+	if err != nil {
+		t.Fatalf("registering again: %v", err)
+	}
+	c2 := e.client(t, emulator.DevAgentToken, func(o *polycrate.Options) { o.Metrics = again })
+	must(c2.Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "m2", RemoteAddress: "m2"}))
+	expected = strings.Replace(expected, `code="201",method="POST",resource="endpoints"} 1`, `code="201",method="POST",resource="endpoints"} 2`, 1)
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(expected), "polycrate_api_requests_total"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package polycrate
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,12 +46,36 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Requests to the Polycrate API the open circuit breaker answered itself (never sent).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.circuitOpen, m.transitions, m.held} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.requests, err = Register(reg, m.requests); err != nil {
+		return nil, err
+	}
+	if m.duration, err = Register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.circuitOpen, err = Register(reg, m.circuitOpen); err != nil {
+		return nil, err
+	}
+	if m.transitions, err = Register(reg, m.transitions); err != nil {
+		return nil, err
+	}
+	if m.held, err = Register(reg, m.held); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// Register registers c, or returns the collector registered before under the
+// same description: an operator set up again in the same process (a restart in
+// a test suite) goes on counting in the series /metrics serves.
+func Register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
 }
 
 func (m *Metrics) observe(resource, method, code string, d time.Duration) {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -20,6 +21,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/manager"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/testutil/kubeproxy"
 )
 
 // OperatorNamespace is where OperatorEnv runs the operator.
@@ -46,6 +48,8 @@ type OperatorEnv struct {
 	stop             context.CancelFunc
 	done             chan error
 	ts               *httptest.Server
+	// Proxy stands between the operator and the API server (KubeProxy).
+	Proxy *kubeproxy.Proxy
 }
 
 // OperatorEnvOptions tune StartOperatorEnv.
@@ -68,6 +72,9 @@ type OperatorEnvOptions struct {
 	// over HTTPS for RBAC-authorized readers with MetricsSecure.
 	MetricsAddr   string
 	MetricsSecure bool
+	// KubeProxy puts a kubeproxy.Proxy between the operator and the API
+	// server (OperatorEnv.Proxy), to play the API server's faults.
+	KubeProxy bool
 }
 
 // StartOperatorEnv starts everything and waits until the local cluster is registered.
@@ -78,6 +85,11 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	}
 	e := &OperatorEnv{Env: env, Config: cfg, log: o.Log, s3Resync: o.S3Resync, as: o.As, secretNamespaces: o.SecretNamespaces,
 		metricsAddr: o.MetricsAddr, metricsSecure: o.MetricsSecure}
+	if o.KubeProxy {
+		if e.Proxy, err = kubeproxy.New(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if e.K8s, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -131,8 +143,17 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 // StartOperator runs a fresh manager (also to restart the operator).
 func (e *OperatorEnv) StartOperator() error {
 	cfg := e.Config
+	if e.Proxy != nil {
+		kc, err := e.Proxy.Kubeconfig()
+		if err != nil {
+			return err
+		}
+		if cfg, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
+			return err
+		}
+	}
 	if e.as.UserName != "" {
-		cfg = rest.CopyConfig(e.Config)
+		cfg = rest.CopyConfig(cfg)
 		cfg.Impersonate = e.as
 	}
 	metrics := "0"
@@ -172,6 +193,9 @@ func (e *OperatorEnv) Stop() error {
 	err := e.StopOperator()
 	if e.ts != nil {
 		e.ts.Close()
+	}
+	if e.Proxy != nil {
+		e.Proxy.Close()
 	}
 	if e.Env != nil {
 		if serr := e.Env.Stop(); serr != nil && err == nil {

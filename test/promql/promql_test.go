@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -70,7 +70,9 @@ var (
 var _ = specs.OperatorSuite(testutil.OperatorEnvOptions{Configure: func(oc *v1.OperatorConfig) {
 	oc.Spec.APISync.HealthReportIntervalSeconds = 2
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(true)
-}, As: helmchart.OperatorSA, MetricsAddr: metricsAddr, MetricsSecure: true, BeforeStart: applyChartRBAC},
+}, As: helmchart.OperatorSA, MetricsAddr: metricsAddr, MetricsSecure: true, BeforeStart: applyChartRBAC,
+	// The kube-apiserver's faults (alerts_test.go: a frozen API server).
+	KubeProxy: true},
 	func(e *testutil.OperatorEnv) { oe = e; readChart() })
 
 // applyChartRBAC creates the chart's roles and bindings (metrics.readers: the
@@ -95,8 +97,17 @@ func applyChartRBAC(e *testutil.OperatorEnv) error {
 	if err := e.K8s.Create(ctx, sa); err != nil {
 		return err
 	}
+	return newScrapeToken(e.K8s)
+}
+
+// newScrapeToken gives the scraper a token of its own ServiceAccount. The
+// operator's metrics server caches a token's review for a minute and its
+// authorization for five: the first scrape with a new token asks the API
+// server, the next ones do not.
+func newScrapeToken(k8s client.Client) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: prometheusSA["namespace"].(string), Name: prometheusSA["name"].(string)}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := e.K8s.SubResource("token").Create(ctx, sa, tr); err != nil {
+	if err := k8s.SubResource("token").Create(ctx, sa, tr); err != nil {
 		return err
 	}
 	scrapeToken = tr.Status.Token
@@ -222,34 +233,40 @@ func metricNames(e parser.Expr) []string {
 }
 
 // scrape reads the operator's /metrics as Prometheus does with the chart's
-// ServiceMonitor: HTTPS (insecureSkipVerify: the self-signed certificate), the
-// bearer token of a ServiceAccount bound to the metrics-reader ClusterRole.
+// ServiceMonitor (tryScrape); the metrics server starts with the manager, so
+// the first scrapes may find no listener.
 func scrape() map[string]*dto.MetricFamily {
 	GinkgoHelper()
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // as the chart's ServiceMonitor
-	defer tr.CloseIdleConnections()
 	var families map[string]*dto.MetricFamily
-	// The metrics server starts with the manager: the first scrapes may find no listener.
-	Eventually(func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+scrapeToken)
-		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			return StopTrying(fmt.Sprintf("scrape: %s: %s", resp.Status, b))
-		}
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		families, err = p.TextToMetricFamilies(resp.Body)
+	Eventually(func() (err error) {
+		families, err = tryScrape(30 * time.Second)
 		return err
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	return families
+}
+
+// tryScrape scrapes once as the chart's ServiceMonitor does: HTTPS
+// (insecureSkipVerify: the self-signed certificate), the bearer token of a
+// ServiceAccount bound to the metrics-reader ClusterRole.
+func tryScrape(timeout time.Duration) (map[string]*dto.MetricFamily, error) {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // as the chart's ServiceMonitor
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+scrapeToken)
+	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("scrape: %s: %s", resp.Status, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
 }
 
 // seriesNames are the names of the series a scrape of these families stores
@@ -272,51 +289,8 @@ func seriesNames(families map[string]*dto.MetricFamily) map[string]bool {
 // store appends a scrape to st at ts, with the target labels a ServiceMonitor
 // scrape adds (job, namespace).
 func store(st *memStore, families map[string]*dto.MetricFamily, ts time.Time) {
-	GinkgoHelper()
-	add := func(name string, m *dto.Metric, v float64, extra ...string) {
-		b := labels.NewBuilder(labels.EmptyLabels())
-		for _, l := range m.GetLabel() {
-			name := l.GetName()
-			if _, clash := scrapeSel[name]; clash {
-				name = "exported_" + name // what Prometheus does without honor_labels
-			}
-			b.Set(name, l.GetValue())
-		}
-		for k, val := range scrapeSel {
-			b.Set(k, val)
-		}
-		for i := 0; i+1 < len(extra); i += 2 {
-			b.Set(extra[i], extra[i+1])
-		}
-		b.Set(labels.MetricName, name)
-		st.add(b.Labels(), ts.UnixMilli(), v)
-	}
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			switch f.GetType() {
-			case dto.MetricType_COUNTER:
-				add(name, m, m.GetCounter().GetValue())
-			case dto.MetricType_GAUGE:
-				add(name, m, m.GetGauge().GetValue())
-			case dto.MetricType_UNTYPED:
-				add(name, m, m.GetUntyped().GetValue())
-			case dto.MetricType_HISTOGRAM:
-				h := m.GetHistogram()
-				for _, b := range h.GetBucket() {
-					add(name+"_bucket", m, float64(b.GetCumulativeCount()), "le", strconv.FormatFloat(b.GetUpperBound(), 'f', -1, 64))
-				}
-				add(name+"_bucket", m, float64(h.GetSampleCount()), "le", "+Inf")
-				add(name+"_sum", m, h.GetSampleSum())
-				add(name+"_count", m, float64(h.GetSampleCount()))
-			case dto.MetricType_SUMMARY:
-				s := m.GetSummary()
-				for _, q := range s.GetQuantile() {
-					add(name, m, q.GetValue(), "quantile", strconv.FormatFloat(q.GetQuantile(), 'f', -1, 64))
-				}
-				add(name+"_sum", m, s.GetSampleSum())
-				add(name+"_count", m, float64(s.GetSampleCount()))
-			}
-		}
+	for _, s := range flatten(families) {
+		st.add(s.labels, ts.UnixMilli(), s.v)
 	}
 }
 
@@ -410,8 +384,15 @@ var _ = Describe("the chart's alerts and dashboard", Ordered, ContinueOnFailure,
 		}, specs.Timeout, specs.Poll).Should(Equal(1.0))
 		Expect(oe.API.SetFaults(emulator.FaultRule{Path: "/api/v1/endpoints/", Method: "POST", Status: 400})).To(Succeed())
 		DeferCleanup(func() { Expect(oe.API.SetFaults()).To(Succeed()) })
-		Expect(k8s.Create(ctx, endpoint("refused.example.com"))).To(Succeed())
+		refused := endpoint("refused.example.com")
+		Expect(k8s.Create(ctx, refused)).To(Succeed())
 		Eventually(phase("refused-example-com"), specs.Timeout, specs.Poll).Should(Equal("error"))
+		// Gone after these specs: the alert specs start without an object in Error.
+		DeferCleanup(func() {
+			Expect(k8s.Delete(ctx, refused)).To(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(refused), &v1.Endpoint{}) }, specs.Timeout, specs.Poll).
+				Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+		})
 
 		for name, notAfter := range map[string]time.Time{"soon": soon, "late": late} {
 			na := metav1.NewTime(notAfter)

@@ -20,9 +20,9 @@ import (
 var engine = promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 	Parser: pql})
 
-// memStore holds series in memory for the engine: Prometheus's TSDB (and its test
-// storage) would pull several hundred packages, cloud SDKs among them, into a test
-// that needs a few samples.
+// memStore holds series in memory for the engine and takes what the rules
+// manager writes back (ALERTS, ALERTS_FOR_STATE; history_test.go): a test that
+// needs a few thousand samples does without Prometheus's TSDB and its WAL.
 type memStore struct{ series map[string]*memSeries }
 
 type memSeries struct {
