@@ -231,14 +231,18 @@ func (l *resilientLW) watchOnce(ctx context.Context, opts metav1.ListOptions) (w
 
 func (l *resilientLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := l.watchOnce(ctx, opts)
-	if err != nil || opts.ResourceVersion == "" || opts.ResourceVersion == "0" ||
-		(opts.SendInitialEvents != nil && *opts.SendInitialEvents) {
-		// A watch from "any" version or a streaming list: nothing to resume from.
+	streaming := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if err != nil || (!streaming && (opts.ResourceVersion == "" || opts.ResourceVersion == "0")) {
+		// A watch from "any" version: nothing to resume from.
 		return w, err
 	}
+	// A streaming list becomes resumable once its initial events are complete
+	// (the reflector goes on watching on it): it gets its relay now, not at its
+	// first end 5–10 minutes later — an informer's goroutines stay as they
+	// started (the soak's goroutine count, docs/reliability.md).
 	ctx, cancel := context.WithCancel(ctx)
 	rw := &resumingWatch{lw: l, ctx: ctx, cancel: cancel, opts: opts, rv: opts.ResourceVersion,
-		out: make(chan watch.Event), current: w}
+		out: make(chan watch.Event), current: w, initial: streaming}
 	go rw.run()
 	return rw, nil
 }
@@ -251,6 +255,10 @@ type resumingWatch struct {
 	opts   metav1.ListOptions
 	rv     string // the last resource version delivered
 	out    chan watch.Event
+	// initial: a streaming list whose initial events are not complete yet
+	// (no bookmark with metav1.InitialEventsAnnotationKey): an end then is
+	// the reflector's to handle (it lists anew), as without the wrapper.
+	initial bool
 
 	mu      sync.Mutex
 	current watch.Interface
@@ -305,6 +313,12 @@ func (w *resumingWatch) run() {
 		if !ok {
 			return
 		}
+		if w.initial {
+			if gone != nil {
+				w.send(watch.Event{Type: watch.Error, Object: statusOf(gone)})
+			}
+			return
+		}
 		// The stream ended (or said 410): resume from the last version.
 		if gone != nil {
 			if !w.relist(gone) {
@@ -312,9 +326,7 @@ func (w *resumingWatch) run() {
 			}
 			continue
 		}
-		opts := w.opts
-		opts.ResourceVersion = w.rv
-		next, err := w.lw.watchOnce(w.ctx, opts)
+		next, err := w.lw.watchOnce(w.ctx, w.from(w.rv))
 		switch {
 		case w.ctx.Err() != nil:
 			return
@@ -360,6 +372,9 @@ func (w *resumingWatch) relay(cur watch.Interface) (gone error, ok bool) {
 			}
 			if a, err := meta.Accessor(ev.Object); err == nil && a.GetResourceVersion() != "" {
 				w.rv = a.GetResourceVersion()
+				if w.initial && ev.Type == watch.Bookmark && a.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					w.initial = false
+				}
 			}
 			if !w.send(ev) {
 				return nil, false
@@ -435,9 +450,7 @@ func (w *resumingWatch) relist(gone error) bool {
 		}
 	}
 	w.rv = rv
-	opts = w.opts
-	opts.ResourceVersion = rv
-	next, err := w.lw.watchOnce(w.ctx, opts)
+	next, err := w.lw.watchOnce(w.ctx, w.from(rv))
 	if err != nil {
 		if w.ctx.Err() == nil {
 			w.send(watch.Event{Type: watch.Error, Object: statusOf(err)})
@@ -445,6 +458,17 @@ func (w *resumingWatch) relist(gone error) bool {
 		return false
 	}
 	return w.setCurrent(next)
+}
+
+// from is the watch's options to resume at rv: past a streaming list's
+// initial events, a plain watch.
+func (w *resumingWatch) from(rv string) metav1.ListOptions {
+	opts := w.opts
+	opts.ResourceVersion = rv
+	if opts.SendInitialEvents != nil {
+		opts.SendInitialEvents, opts.ResourceVersionMatch, opts.AllowWatchBookmarks = nil, "", true
+	}
+	return opts
 }
 
 func isGone(err error) bool {

@@ -261,3 +261,123 @@ func TestUnavailableKnowsWhatToWaitFor(t *testing.T) {
 		t.Errorf("retryAfter = %s, want the cap", d)
 	}
 }
+
+// scriptedLW hands out the watches a test made, recording each call's options.
+type scriptedLW struct {
+	mu      sync.Mutex
+	calls   []metav1.ListOptions
+	watches []*watch.RaceFreeFakeWatcher
+}
+
+func (s *scriptedLW) ListWithContext(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return &corev1.ConfigMapList{}, nil
+}
+
+func (s *scriptedLW) WatchWithContext(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, o)
+	w := watch.NewRaceFreeFake()
+	s.watches = append(s.watches, w)
+	return w, nil
+}
+
+func (s *scriptedLW) state() ([]metav1.ListOptions, []*watch.RaceFreeFakeWatcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]metav1.ListOptions(nil), s.calls...), append([]*watch.RaceFreeFakeWatcher(nil), s.watches...)
+}
+
+// TestStreamingListResumesPastItsInitialEvents: the reflector's streaming
+// list (sendInitialEvents) is resumed like any watch once its initial events
+// are complete — as a plain watch from the bookmark's version — and left to
+// the reflector when it ends before. Each watch has its relay from the start:
+// no goroutine appears at the stream's first end (the soak's flat count).
+func TestStreamingListResumesPastItsInitialEvents(t *testing.T) {
+	streaming := metav1.ListOptions{SendInitialEvents: ptrTo(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks: true, TimeoutSeconds: ptrTo[int64](300)}
+	cm := func(name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	next := func(t *testing.T, w watch.Interface) watch.Event {
+		t.Helper()
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event")
+		}
+		return watch.Event{}
+	}
+
+	t.Run("complete: resumed as a plain watch", func(t *testing.T) {
+		s := &scriptedLW{}
+		l := &resilientLW{inner: s, gate: &apiGate{}, example: &corev1.ConfigMap{}}
+		w, err := l.WatchWithContext(context.Background(), streaming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, ok := w.(*resumingWatch); !ok {
+			t.Fatalf("a streaming list is not wrapped: %T", w)
+		}
+		_, ws := s.state()
+		ws[0].Add(cm("a", "5"))
+		end := cm("", "7")
+		end.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+		ws[0].Action(watch.Bookmark, end)
+		if ev := next(t, w); ev.Type != watch.Added {
+			t.Fatalf("first event %s", ev.Type)
+		}
+		if ev := next(t, w); ev.Type != watch.Bookmark {
+			t.Fatalf("second event %s", ev.Type)
+		}
+		ws[0].Stop() // the server ends the stream (its timeout)
+		var calls []metav1.ListOptions
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			calls, ws = s.state()
+			return len(calls) == 2, nil
+		}); err != nil {
+			t.Fatalf("not resumed: %d watch calls", len(calls))
+		}
+		got := calls[1]
+		if got.ResourceVersion != "7" || got.SendInitialEvents != nil || got.ResourceVersionMatch != "" || !got.AllowWatchBookmarks ||
+			got.TimeoutSeconds == nil || *got.TimeoutSeconds != 300 {
+			t.Fatalf("resumed with %+v, want a plain watch from 7", got)
+		}
+		ws[1].Modify(cm("a", "8"))
+		if ev := next(t, w); ev.Type != watch.Modified {
+			t.Fatalf("resumed watch delivered %s", ev.Type)
+		}
+	})
+
+	t.Run("incomplete: ends as without the wrapper", func(t *testing.T) {
+		s := &scriptedLW{}
+		l := &resilientLW{inner: s, gate: &apiGate{}, example: &corev1.ConfigMap{}}
+		w, err := l.WatchWithContext(context.Background(), streaming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		_, ws := s.state()
+		ws[0].Add(cm("a", "5"))
+		next(t, w)
+		ws[0].Stop()
+		select {
+		case _, ok := <-w.ResultChan():
+			if ok {
+				t.Fatal("an event after the stream ended")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watch did not end")
+		}
+		if calls, _ := s.state(); len(calls) != 1 {
+			t.Fatalf("%d watch calls: a stream that ended in its initial events was resumed", len(calls))
+		}
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -37,10 +37,14 @@ import (
 // a fixed rate, the Polycrate API browns out (503 on half the requests)
 // periodically, the leader is handed over (SIGTERM, as a rolling update does),
 // and the agent monitors hundreds of endpoints. Each replica's RSS, live heap
-// (after a forced GC), goroutines and open file descriptors are sampled; the
-// soak fails on an upward trend — the least-squares slope over the second half
-// of a replica's samples above a bound — or on any lost, duplicated or orphaned
-// object at the end. It writes the samples (CSV) and a plot (SVG).
+// (after a forced GC), goroutines and open file descriptors are sampled, with
+// its role (leader or standby) at the sample; the soak fails on an upward trend
+// — the least-squares slope over the second half of a replica's samples in one
+// role above a bound — or on any lost, duplicated or orphaned object at the end.
+// A standby that takes over starts its controllers, informers and agent: a
+// step of some 500 goroutines and tens of MiB, once, which is no trend; so each
+// role's span of a replica is judged on its own. It writes the samples (CSV)
+// and a plot (SVG).
 
 // soakPlan is the cadence and bounds of one soak.
 type soakPlan struct {
@@ -66,14 +70,15 @@ func soakPlanFor(d time.Duration) soakPlan {
 	// dominate: the bounds catch gross leaks only (a goroutine or a descriptor
 	// per check of 100 endpoints would be 200 per minute).
 	return soakPlan{sample: 10 * time.Second, churn: 500 * time.Millisecond, brownoutEvery: d / 3, brownoutFor: 15 * time.Second,
-		handoverEvery: d / 2, ingresses: 40, monitored: 100, minSamples: 8,
-		rss: 24, heap: 12, goroutines: 40, files: 20}
+		handoverEvery: d / 2, ingresses: 40, monitored: 100,
+		rss: 24, heap: 12, goroutines: 40, files: 20, minSamples: 6}
 }
 
 // soakSample is one sample of one replica.
 type soakSample struct {
 	at                           time.Duration
 	proc                         string
+	leads                        bool // the replica held the Lease
 	rss, heap, goroutines, files float64
 }
 
@@ -114,13 +119,14 @@ func (r *replica) sample(at time.Duration) (soakSample, bool) {
 	heap, ok1 := r.metric("go_memstats_heap_alloc_bytes")
 	gor, ok2 := r.metric("go_goroutines")
 	s.heap, s.goroutines = heap/(1<<20), gor
+	s.leads = r.leads()
 	return s, ok1 && ok2
 }
 
-// saveGoroutines keeps the replica's goroutines (pprof, grouped by stack) of
-// its first sample and of its latest: a rising count names its stacks by
-// their difference.
-func (r *replica) saveGoroutines(dir string) {
+// saveGoroutines keeps the replica's goroutines (pprof, grouped by stack) at
+// every sample (goroutines-<replica>-<seconds into the soak>.txt), and as
+// -first and -last: a rising count names its stacks by their difference.
+func (r *replica) saveGoroutines(dir string, at time.Duration) {
 	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get("http://" + r.pprof + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
@@ -131,6 +137,7 @@ func (r *replica) saveGoroutines(dir string) {
 	if err != nil {
 		return
 	}
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("goroutines-%s-%04d.txt", r.name, int(at.Seconds()))), b, 0o644)
 	first := filepath.Join(dir, "goroutines-"+r.name+"-first.txt")
 	if _, err := os.Stat(first); os.IsNotExist(err) {
 		_ = os.WriteFile(first, b, 0o644)
@@ -309,7 +316,7 @@ var _ = Describe("the soak", Ordered, func() {
 				for _, r := range replicas {
 					if s, ok := r.sample(now.Sub(start)); ok && r.running() {
 						samples = append(samples, s)
-						r.saveGoroutines(out)
+						r.saveGoroutines(out, now.Sub(start))
 					}
 				}
 				nextSample = nextSample.Add(plan.sample)
@@ -324,7 +331,8 @@ var _ = Describe("the soak", Ordered, func() {
 		Eventually(leader, time.Minute, 200*time.Millisecond).ShouldNot(BeNil())
 		after, s := converge(time.Now())
 
-		// The trend of each replica over the second half of its life.
+		// The trend of each replica in each role over the second half of
+		// its samples in that role.
 		type verdict struct {
 			proc   string
 			n      int
@@ -332,7 +340,11 @@ var _ = Describe("the soak", Ordered, func() {
 		}
 		byProc := map[string][]soakSample{}
 		for _, s := range samples {
-			byProc[s.proc] = append(byProc[s.proc], s)
+			key := s.proc + " as standby"
+			if s.leads {
+				key = s.proc + " as leader"
+			}
+			byProc[key] = append(byProc[key], s)
 		}
 		bounds := [4]float64{plan.rss, plan.heap, plan.goroutines, plan.files}
 		names := [4]string{"RSS MiB", "live heap MiB", "goroutines", "open files"}
@@ -355,7 +367,7 @@ var _ = Describe("the soak", Ordered, func() {
 			for j := range series {
 				v.slopes[j] = slope(xs, series[j])
 				if v.slopes[j] > bounds[j] {
-					failures = append(failures, fmt.Sprintf("%s: %s rises %.2f/min over the second half of its %d samples (bound %.2f)",
+					failures = append(failures, fmt.Sprintf("%s: %s rises %.2f/min over the second half of its %d samples in that role (bound %.2f)",
 						proc, names[j], v.slopes[j], len(ss), bounds[j]))
 				}
 			}
@@ -399,9 +411,13 @@ func writeSoakCSV(path string, samples []soakSample) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"minutes", "replica", "rss_mib", "live_heap_mib", "goroutines", "open_files"})
+	_ = w.Write([]string{"minutes", "replica", "role", "rss_mib", "live_heap_mib", "goroutines", "open_files"})
 	for _, s := range samples {
-		_ = w.Write([]string{strconv.FormatFloat(s.at.Minutes(), 'f', 2, 64), s.proc, strconv.FormatFloat(s.rss, 'f', 1, 64),
+		role := "standby"
+		if s.leads {
+			role = "leader"
+		}
+		_ = w.Write([]string{strconv.FormatFloat(s.at.Minutes(), 'f', 2, 64), s.proc, role, strconv.FormatFloat(s.rss, 'f', 1, 64),
 			strconv.FormatFloat(s.heap, 'f', 1, 64), strconv.FormatFloat(s.goroutines, 'f', 0, 64), strconv.FormatFloat(s.files, 'f', 0, 64)})
 	}
 	w.Flush()
