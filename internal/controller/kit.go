@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -81,18 +82,50 @@ func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, fi
 }
 
 // StatusPatcher writes a reconcile's status changes in one merge patch of just
-// the fields that changed (another controller may own other status fields, and
-// a conflict would lose what the API already took). Make it after the
-// reconcile's last metadata write, so that the patch carries status only.
+// the fields that changed (another writer owns other status fields: the
+// monitoring agent status.monitoring, docs/architecture.md "Status writers").
+// Make it after the reconcile's last metadata write, so that the patch carries
+// status only.
+//
+// Conditions are one list that several writers share (each its own types), and
+// a merge patch replaces a list whole: a change of the conditions is therefore
+// written with the object's resourceVersion as a precondition, and on a
+// conflict (another writer was first; the copy the reconcile started from is
+// stale) this writer's own changes — the condition types it set or removed —
+// are laid over a fresh read and written again. What the other writer set
+// stays.
 type StatusPatcher struct {
 	c      client.Client
+	fresh  client.Reader // reads past the cache after a conflict
 	before statusCopy
+	// condsAt is a resourceVersion at which the object's conditions were
+	// before.conds: the precondition of a write that changes them. A write of
+	// other fields does not move it (it cannot tell whether another writer
+	// changed the conditions meanwhile; a later change of the conditions then
+	// conflicts once and is laid over a fresh read).
+	condsAt string
 }
 
-// NewStatusPatcher remembers obj's status as it is now.
+// NewStatusPatcher remembers obj's status as it is now; after a conflict it
+// reads the object again through c.
 func NewStatusPatcher(c client.Client, obj client.Object) *StatusPatcher {
-	return &StatusPatcher{c: c, before: copyStatus(obj)}
+	return &StatusPatcher{c: c, fresh: c, before: copyStatus(obj), condsAt: obj.GetResourceVersion()}
 }
+
+// StatusPatcher is NewStatusPatcher with the uncached reader for the read after
+// a conflict.
+func (d Deps) StatusPatcher(obj client.Object) *StatusPatcher {
+	p := NewStatusPatcher(d.Client, obj)
+	if d.APIReader != nil {
+		p.fresh = d.APIReader
+	}
+	return p
+}
+
+// conflictRetries bounds the rebase of a status write on fresh reads: each
+// conflict means another writer wrote in between; more than a few in a row is
+// an error for the reconcile's own back-off.
+const conflictRetries = 4
 
 // statusCopy is what a StatusPatcher compares with: a deep copy of the
 // object's Status field — all a status patch can carry; copying the whole
@@ -101,6 +134,16 @@ func NewStatusPatcher(c client.Client, obj client.Object) *StatusPatcher {
 type statusCopy struct {
 	status reflect.Value // the copied Status
 	whole  client.Object
+	conds  []metav1.Condition // the conditions within status (a kit Object's)
+}
+
+// conditionsOf is obj's status.conditions, if it is a kit Object.
+func conditionsOf(obj client.Object) (*[]metav1.Condition, bool) {
+	o, ok := obj.(interface{ StatusConditions() *[]metav1.Condition })
+	if !ok {
+		return nil, false
+	}
+	return o.StatusConditions(), true
 }
 
 // statusDeepCopy caches, per Status pointer type, its generated DeepCopy
@@ -125,7 +168,11 @@ func copyStatus(obj client.Object) statusCopy {
 			fn = f
 		}
 		if f := fn.(reflect.Value); f.IsValid() {
-			return statusCopy{status: f.Call([]reflect.Value{ptr})[0].Elem()}
+			c := statusCopy{status: f.Call([]reflect.Value{ptr})[0].Elem()}
+			if conds, ok := conditionsOf(obj); ok {
+				c.conds = slices.Clone(*conds)
+			}
+			return c
 		}
 	}
 	return statusCopy{whole: obj.DeepCopyObject().(client.Object)}
@@ -147,6 +194,13 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, err
 	if err != nil || !changed {
 		return false, err
 	}
+	conds, hasConds := conditionsOf(obj)
+	locked := hasConds && p.before.whole == nil && !equality.Semantic.DeepEqual(p.before.conds, *conds)
+	if locked {
+		if patch, err = withConditions(patch, p.condsAt, *conds); err != nil {
+			return false, err
+		}
+	}
 	// The answer is asked for as metadata only (PartialObjectMetadata): obj
 	// already holds the status written, and decoding the whole object from JSON
 	// again was 4 % of the operator's CPU during a convergence. Only the new
@@ -157,7 +211,24 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, err
 	}
 	answer := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
 	answer.SetGroupVersionKind(gvk)
-	if err := p.c.Status().Patch(ctx, answer, patch, client.WithSubResourceBody(obj)); err != nil {
+	for attempt := 0; ; attempt++ {
+		err = p.c.Status().Patch(ctx, answer, patch, client.WithSubResourceBody(obj))
+		if !locked || !apierrors.IsConflict(err) || attempt == conflictRetries {
+			break
+		}
+		// Another writer was first: this writer's condition changes over a
+		// fresh read of the others'.
+		fresh := obj.DeepCopyObject().(client.Object)
+		if err = p.fresh.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			break
+		}
+		freshConds, _ := conditionsOf(fresh)
+		*conds = rebaseConditions(p.before.conds, *conds, *freshConds)
+		if patch, err = withConditions(patch, fresh.GetResourceVersion(), *conds); err != nil {
+			return false, err
+		}
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -166,8 +237,61 @@ func (p *StatusPatcher) Patch(ctx context.Context, obj client.Object) (bool, err
 	if rv := answer.GetResourceVersion(); rv != "" { // (a fake client patches obj itself)
 		obj.SetResourceVersion(rv)
 	}
+	if locked {
+		p.condsAt = obj.GetResourceVersion()
+	}
 	p.before = copyStatus(obj)
 	return true, nil
+}
+
+// withConditions is the status merge patch with status.conditions set to conds
+// and the resourceVersion rv as its precondition.
+func withConditions(patch client.Patch, rv string, conds []metav1.Condition) (client.Patch, error) {
+	data, err := patch.Data(nil)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	status, _ := doc["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		doc["status"] = status
+	}
+	if conds == nil {
+		conds = []metav1.Condition{}
+	}
+	status["conditions"] = conds
+	doc["metadata"] = map[string]any{"resourceVersion": rv}
+	data, err = json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.MergePatchType, data), nil
+}
+
+// rebaseConditions lays one writer's changes of the conditions — from before
+// to mine: a type set or changed, a type removed — over fresh, the list as it
+// is now; every other type stays as fresh has it.
+func rebaseConditions(before, mine, fresh []metav1.Condition) []metav1.Condition {
+	out := slices.Clone(fresh)
+	for _, c := range mine {
+		if b := meta.FindStatusCondition(before, c.Type); b == nil || !equality.Semantic.DeepEqual(*b, c) {
+			if i := slices.IndexFunc(out, func(o metav1.Condition) bool { return o.Type == c.Type }); i >= 0 {
+				out[i] = c
+			} else {
+				out = append(out, c)
+			}
+		}
+	}
+	for _, b := range before {
+		if meta.FindStatusCondition(mine, b.Type) == nil {
+			out = slices.DeleteFunc(out, func(o metav1.Condition) bool { return o.Type == b.Type })
+		}
+	}
+	return out
 }
 
 // statusPatch is the merge patch from before's status to obj's, and whether

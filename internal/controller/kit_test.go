@@ -349,3 +349,97 @@ func benchEP() *v1.Endpoint {
 			Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonSynced, Message: "synced to the Polycrate API as 00000000-0000-4000-8000-000000000001", LastTransitionTime: now, ObservedGeneration: 1}}}}
 	return ep
 }
+
+func TestRebaseConditions(t *testing.T) {
+	c := func(typ, status string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: "R" + status}
+	}
+	for _, tc := range []struct {
+		name                      string
+		before, mine, fresh, want []metav1.Condition
+	}{
+		{"a changed type over another writer's new one",
+			[]metav1.Condition{c("Ready", "False")}, []metav1.Condition{c("Ready", "True")},
+			[]metav1.Condition{c("Ready", "False"), c("Available", "True")},
+			[]metav1.Condition{c("Ready", "True"), c("Available", "True")}},
+		{"a new type appended",
+			nil, []metav1.Condition{c("Ready", "True")}, []metav1.Condition{c("Available", "False")},
+			[]metav1.Condition{c("Available", "False"), c("Ready", "True")}},
+		{"a removed type removed, the other's kept",
+			[]metav1.Condition{c("Ready", "True")}, nil, []metav1.Condition{c("Ready", "True"), c("Available", "True")},
+			[]metav1.Condition{c("Available", "True")}},
+		{"an untouched type is the fresh one's, not the stale copy's",
+			[]metav1.Condition{c("Ready", "True"), c("Available", "True")},
+			[]metav1.Condition{c("Ready", "False"), c("Available", "True")},
+			[]metav1.Condition{c("Ready", "True"), c("Available", "False")},
+			[]metav1.Condition{c("Ready", "False"), c("Available", "False")}},
+		{"another writer removed a type this one left alone",
+			[]metav1.Condition{c("Ready", "True"), c("Available", "True")},
+			[]metav1.Condition{c("Ready", "False"), c("Available", "True")},
+			[]metav1.Condition{c("Ready", "True")},
+			[]metav1.Condition{c("Ready", "False")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rebaseConditions(tc.before, tc.mine, tc.fresh)
+			if !reflect.DeepEqual(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatusPatcherLocksConditionChanges: a status write that changes the
+// conditions carries the resourceVersion it was computed from (and is laid over
+// a fresh read after a conflict); one that leaves them alone carries none (a
+// merge of fields only this writer owns cannot erase another's).
+func TestStatusPatcherLocksConditionChanges(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"}}
+	var bodies []string
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1.Endpoint{}).WithObjects(ep).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			data, _ := p.Data(obj)
+			bodies = append(bodies, string(data))
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	stale := &v1.Endpoint{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ep), stale); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer sets Available.
+	other := stale.DeepCopy()
+	other.Status.Conditions = []metav1.Condition{{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "CheckSucceeded", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	// This writer, from the stale copy: a field of its own only.
+	mine := stale.DeepCopy()
+	p := Deps{Client: c}.StatusPatcher(mine)
+	mine.Status.Message = "m"
+	if _, err := p.Patch(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(bodies[len(bodies)-1], "resourceVersion") || strings.Contains(bodies[len(bodies)-1], "conditions") {
+		t.Fatalf("a write of a field of its own carried %s", bodies[len(bodies)-1])
+	}
+	// And Ready, still from the stale copy's conditions.
+	SetCondition(&mine.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced"})
+	if _, err := p.Patch(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bodies[len(bodies)-2], `"resourceVersion"`) {
+		t.Fatalf("a change of the conditions was written without a precondition: %s", bodies[len(bodies)-2])
+	}
+	got := &v1.Endpoint{}
+	_ = c.Get(ctx, client.ObjectKeyFromObject(ep), got)
+	if len(got.Status.Conditions) != 2 || got.Status.Message != "m" {
+		t.Fatalf("after the rebase: %+v (writes %q)", got.Status, bodies)
+	}
+	if len(mine.Status.Conditions) != 2 || mine.ResourceVersion != got.ResourceVersion {
+		t.Fatalf("the writer's copy is not what it wrote: %+v rv %s/%s", mine.Status.Conditions, mine.ResourceVersion, got.ResourceVersion)
+	}
+}

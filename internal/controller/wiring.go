@@ -62,11 +62,14 @@ func Options(maxConcurrentReconciles int) crcontroller.Options {
 // adds only what is its own. Every controller is then set up the same way:
 // fill the struct, call SetupWithManager(mgr).
 type Deps struct {
-	Client   client.Client
-	Config   *liveconfig.Store
-	Conn     *polycrate.Connection
-	Recorder recorder.EventRecorder
-	Log      logr.Logger
+	Client client.Client
+	// APIReader reads past the cache (the manager's API reader): fresh reads
+	// after a conflict, objects the operator does not cache.
+	APIReader client.Reader
+	Config    *liveconfig.Store
+	Conn      *polycrate.Connection
+	Recorder  recorder.EventRecorder
+	Log       logr.Logger
 	// MaxConcurrent is --max-concurrent-reconciles.
 	MaxConcurrent int
 }
@@ -74,7 +77,7 @@ type Deps struct {
 // NewDeps builds the Deps from the manager (its client, one event source, its
 // logger) and the operator's shared parts.
 func NewDeps(mgr manager.Manager, cfg *liveconfig.Store, conn *polycrate.Connection, maxConcurrent int) Deps {
-	return Deps{Client: mgr.GetClient(), Config: cfg, Conn: conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
+	return Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Conn: conn, Recorder: mgr.GetEventRecorder("polycrate-operator"),
 		Log: mgr.GetLogger(), MaxConcurrent: maxConcurrent}
 }
 

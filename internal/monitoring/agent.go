@@ -78,10 +78,6 @@ func New(d controller.Deps, namespace string, health *agent.State) *Agent {
 	return a
 }
 
-// UseAPIReader reads Endpoint CRs fresh from the kube-apiserver after a status
-// write conflicted (the manager's API reader).
-func (a *Agent) UseAPIReader(r client.Reader) { a.status.Reader = r }
-
 // SetupWithManager adds the agent to the manager and nudges it whenever an
 // Endpoint CR's API object was written (a new endpoint, a changed check).
 func (a *Agent) SetupWithManager(mgr manager.Manager) error {

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -201,18 +202,42 @@ func (a *Agent) ensureMirror(ctx context.Context, e polycrate.AgentEndpoint, ep 
 			return fmt.Errorf("updating the Endpoint CR of API endpoint %s: %w", e.Name, err)
 		}
 	}
-	if ep.Status.APIID == e.ID && ep.Status.Phase == "synced" {
+	if ep.Status.APIID == e.ID && ep.SyncState().Phase == v1.PhaseSynced {
 		return nil
 	}
-	before := ep.DeepCopy()
-	now := metav1.Now()
-	ep.Status.APIID, ep.Status.Phase, ep.Status.LastSyncedAt = e.ID, "synced", &now
-	ep.Status.Message = "defined in the Polycrate API; mirrored by the monitoring agent"
-	ep.Status.ObservedGeneration = ep.Generation
-	controller.SetCondition(&ep.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: v1.ReasonMirrored, Message: ep.Status.Message, ObservedGeneration: ep.Generation})
-	if err := a.Client.Status().Patch(ctx, ep, client.MergeFrom(before)); err != nil && !kerrors.IsNotFound(err) {
+	// The mirror's status (Ready among the conditions, which the checks' status
+	// writer shares with its Available) with the resourceVersion as a
+	// precondition: on a conflict again from a fresh read, never over the
+	// other writer's condition.
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		before := ep.DeepCopy()
+		now := metav1.Now()
+		ep.SetSyncState(v1.SyncState{Phase: v1.PhaseSynced, APIID: e.ID, LastSyncedAt: &now, ConfigHash: ep.Status.ConfigHash,
+			Message: "defined in the Polycrate API; mirrored by the monitoring agent"})
+		ep.Status.ObservedGeneration = ep.Generation
+		controller.SetCondition(&ep.Status.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1.ReasonMirrored, Message: ep.Status.Message, ObservedGeneration: ep.Generation})
+		err := a.Client.Status().Patch(ctx, ep, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if kerrors.IsConflict(err) {
+			fresh := &v1.Endpoint{}
+			if gerr := a.freshReader().Get(ctx, client.ObjectKeyFromObject(ep), fresh); gerr != nil {
+				return gerr
+			}
+			*ep = *fresh
+		}
+		return err
+	})
+	if err != nil && !kerrors.IsNotFound(err) {
 		return fmt.Errorf("writing the status of the Endpoint CR of API endpoint %s: %w", e.Name, err)
 	}
 	return nil
+}
+
+// freshReader reads past the cache (the API reader), or through the client
+// where there is none.
+func (a *Agent) freshReader() client.Reader {
+	if a.status.Reader != nil {
+		return a.status.Reader
+	}
+	return a.Client
 }

@@ -63,7 +63,7 @@ type desired struct {
 }
 
 func newStatusWriter(d controller.Deps) *statusWriter {
-	return &statusWriter{Deps: d, desired: map[string]*desired{}, stale: map[string]bool{}, retryAt: map[string]time.Time{},
+	return &statusWriter{Deps: d, Reader: d.APIReader, desired: map[string]*desired{}, stale: map[string]bool{}, retryAt: map[string]time.Time{},
 		queue:   workqueue.NewTypedDelayingQueue[string](),
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](controller.BaseDelay, controller.MaxDelay)}
 }
@@ -273,9 +273,9 @@ func (w *statusWriter) writeOne(ctx context.Context, ep *v1.Endpoint, d *desired
 	}
 	switch {
 	case ep.Status.Monitoring.State == "down" && (prev == nil || prev.State != "down" || prev.ErrorName != ep.Status.Monitoring.ErrorName):
-		w.Recorder.Eventf(ep, nil, corev1.EventTypeWarning, v1.ReasonEndpointDown, "Check", "%s", ep.Status.Monitoring.Message)
+		w.Events("Check").Event(ep, corev1.EventTypeWarning, v1.ReasonEndpointDown, ep.Status.Monitoring.Message)
 	case ep.Status.Monitoring.State == "up" && prev != nil && prev.State == "down":
-		w.Recorder.Eventf(ep, nil, corev1.EventTypeNormal, v1.ReasonEndpointUp, "Check", "the check succeeds again")
+		w.Events("Check").Event(ep, corev1.EventTypeNormal, v1.ReasonEndpointUp, "the check succeeds again")
 	}
 	return false
 }

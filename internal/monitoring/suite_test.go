@@ -278,7 +278,9 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		Expect(c.Reason).To(Equal("UnexpectedStatusCode"))
 		specs.ExpectEvent(k8s, ns, ep.Name, "Warning", v1.ReasonEndpointDown)
+		// 0 of a series that is there (a missing series would sum to 0 too).
 		Eventually(func() float64 { return specs.MetricValue("probe_success", labels) }, timeout, poll).Should(Equal(0.0))
+		Expect(specs.HasSeries("probe_success", labels)).To(BeTrue())
 		// The API: the endpoint is CRITICAL, with a downtime.
 		Eventually(func() (string, error) {
 			e, err := oe.Client().Endpoints().Get(ctx, id)
@@ -304,6 +306,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 
 		// Checks that change nothing write nothing to Kubernetes (one check a second here).
 		before := specs.MetricValue("polycrate_monitoring_status_writes_total", nil)
+		Expect(before).To(BeNumerically(">", 0), "the writes of the changes above were not counted")
 		executed, err := assignment(id)()
 		Expect(err).NotTo(HaveOccurred())
 		Consistently(func() float64 { return specs.MetricValue("polycrate_monitoring_status_writes_total", nil) }, 4*time.Second, poll).
@@ -312,8 +315,9 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 
 		// Deleted: unassigned, its series are gone.
 		Expect(k8s.Delete(ctx, ep)).To(Succeed())
-		Eventually(func() float64 { return specs.MetricValue("probe_http_status_code", labels) }, timeout, poll).Should(BeZero())
-		Eventually(func() bool { return specs.HasSeries("probe_success", labels) }, timeout, poll).Should(BeFalse())
+		for _, name := range []string{"probe_http_status_code", "probe_success"} {
+			Eventually(func() bool { return specs.HasSeries(name, labels) }, timeout, poll).Should(BeFalse(), name)
+		}
 	})
 
 	It("mirrors endpoints defined in the API as Endpoint CRs, checks every kind, and removes the CR when the API unassigns or deletes them", func() {
@@ -476,6 +480,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		id := synced(ep)
 		Eventually(monitored(ep), timeout, poll).Should(state("up"))
 		before := specs.MetricValue("polycrate_monitoring_status_writes_total", nil)
+		Expect(before).To(BeNumerically(">", 0), "the first check's write was not counted")
 		executed, err := assignment(id)()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(oe.StopOperator()).To(Succeed())

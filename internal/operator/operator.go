@@ -278,7 +278,6 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
 	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
-	op.Monitor.UseAPIReader(mgr.GetAPIReader())
 	if o.CheckDNSServer != "" {
 		op.Monitor.Prober.Resolver = probe.ResolverVia(o.CheckDNSServer)
 	}
@@ -319,7 +318,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 		name string
 		c    interface{ SetupWithManager(manager.Manager) error }
 	}{
-		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, APIReader: mgr.GetAPIReader(), Secrets: secrets, SecretSource: secretSource,
+		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, Secrets: secrets, SecretSource: secretSource,
 			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
 			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: crdRetrier(mgr, o), Preflight: op.Preflight}},
 		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,

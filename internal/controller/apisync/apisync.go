@@ -134,7 +134,7 @@ func (r *Reconciler[O, P]) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, err
 		}
 	}
-	patcher := controller.NewStatusPatcher(r.Client, obj)
+	patcher := r.StatusPatcher(obj)
 	var res reconcile.Result
 	var err error
 	if deleting {

@@ -77,7 +77,7 @@ func TestAStaleCacheNeitherAdoptsNorWrites(t *testing.T) {
 	store.Set(&liveconfig.Snapshot{Namespace: "polycrate"})
 	rec := events.NewFakeRecorder(10)
 	r := &Reconciler[*v1.Endpoint, polycrate.EndpointRequest]{Kind: Kinds(Deps{Reader: c})[0].(Kind[*v1.Endpoint, polycrate.EndpointRequest]),
-		Deps: controller.Deps{Client: c, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard()}}
+		Deps: controller.Deps{Client: c, APIReader: base, Config: store, Conn: conn, Recorder: rec, Log: logr.Discard()}}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ep)}
 
 	stale := &v1.Endpoint{}

@@ -60,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// No finalizer: nothing outside the CR belongs to it (it is never reported to
 	// the API, see below).
-	patcher := controller.NewStatusPatcher(r.Client, kc)
+	patcher := r.StatusPatcher(kc)
 	if kc.Status.Phase == "" {
 		kc.Status.Phase = PhasePending
 	}

@@ -40,8 +40,6 @@ const OperatorAppName = "polycrate-operator"
 // Reconciler reconciles OperatorConfig objects.
 type Reconciler struct {
 	controller.Deps
-	// APIReader reads uncached (the operator's own Pods, for its app's pod counts).
-	APIReader client.Reader
 	// Secrets reads Secrets of the operator namespace only (never cluster-wide);
 	// SecretSource watches them (the token Secret wakes the singleton).
 	Secrets      client.Reader
@@ -91,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// No finalizer: the singleton owns nothing to clean up (the API keeps the
 	// cluster and the agent when the operator goes).
-	patcher := controller.NewStatusPatcher(r.Client, oc)
+	patcher := r.StatusPatcher(oc)
 	res, err := r.reconcile(ctx, log, oc)
 	r.specCurrent(log, oc)
 	// observedGeneration is set by the publish step (see there), not on success.

@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
-		patcher := controller.NewStatusPatcher(r.Client, b)
+		patcher := r.StatusPatcher(b)
 		res, released, err := r.finalize(ctx, b)
 		if !released {
 			_, perr := patcher.Patch(ctx, b)
@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if _, err := controller.EnsureFinalizer(ctx, r.Client, b, v1.FinalizerS3BucketCleanup); err != nil {
 		return ctrl.Result{}, err
 	}
-	patcher := controller.NewStatusPatcher(r.Client, b)
+	patcher := r.StatusPatcher(b)
 	res, err := r.reconcile(ctx, b, patcher)
 	if err != nil {
 		res, err = r.fail(b, err)

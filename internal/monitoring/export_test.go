@@ -1,0 +1,15 @@
+package monitoring
+
+import (
+	"context"
+
+	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/controller"
+)
+
+// WriteCheckState is the status writer's write of one check state to ep, a
+// copy the caller read (it may be stale); it reports a conflict, after which
+// the writer reads the CR fresh and writes again.
+func WriteCheckState(ctx context.Context, d controller.Deps, ep *v1.Endpoint, mon v1.EndpointMonitoringStatus) (conflicted bool) {
+	return newStatusWriter(d).writeOne(ctx, ep, &desired{mon: mon})
+}
