@@ -106,9 +106,7 @@ func (i instances) announce(ctx context.Context, node *corev1.Node, reason, msg 
 	i.mu.Unlock()
 	if changed {
 		i.Log.Info("node not initialized", "node", node.Name, "reason", reason, "message", msg)
-		if i.Recorder != nil {
-			i.Recorder.Eventf(node, nil, corev1.EventTypeWarning, reason, "InitializeNode", "%s", msg)
-		}
+		controller.Events{Recorder: i.Recorder, Action: "InitializeNode", Log: i.Log}.Event(node, corev1.EventTypeWarning, reason, msg)
 	}
 	i.setHostCondition(ctx, node.Name, metav1.ConditionFalse, reason, msg)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -112,15 +113,11 @@ func TestServedFromTheOperator(t *testing.T) {
 	}
 	waitServing := func(port int) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if code, _ := post(port, allowed, "Present", "probe"); code == http.StatusCreated || code == http.StatusOK {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the webhook does not serve on %d", port)
-			}
-			time.Sleep(200 * time.Millisecond)
+		if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+			code, _ := post(port, allowed, "Present", "probe")
+			return code == http.StatusCreated || code == http.StatusOK, nil
+		}); err != nil {
+			t.Fatalf("the webhook does not serve on %d", port)
 		}
 	}
 	txt := func() string {
@@ -174,12 +171,11 @@ func TestServedFromTheOperator(t *testing.T) {
 	}
 	// Off again.
 	set(false, newPort)
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Running() != 0 || func() bool { c, _ := post(newPort, allowed, "Present", "k"); return c != 0 }() {
-		if time.Now().After(deadline) {
-			t.Fatal("still serving after dns01_webhook.enabled=false")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		c, _ := post(newPort, allowed, "Present", "k")
+		return srv.Running() == 0 && c == 0, nil
+	}); err != nil {
+		t.Fatal("still serving after dns01_webhook.enabled=false")
 	}
 }
 

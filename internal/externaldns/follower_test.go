@@ -3,6 +3,7 @@ package externaldns_test
 import (
 	"context"
 	"encoding/json"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -78,22 +79,17 @@ func TestAFollowerServes(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	var filter externaldns.DomainFilter
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
 		req.Header.Set("Accept", externaldns.MediaType)
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			ok := resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&filter) == nil
-			_ = resp.Body.Close()
-			if ok {
-				break
-			}
+		if err != nil {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the follower does not serve the provider")
-		}
-		time.Sleep(200 * time.Millisecond)
+		defer func() { _ = resp.Body.Close() }()
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&filter) == nil, nil
+	}); err != nil {
+		t.Fatal("the follower does not serve the provider")
 	}
 	if len(filter.Include) != 2 {
 		t.Fatalf("the follower's provider sees zones %v", filter.Include)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -330,12 +331,9 @@ func TestServedLive(t *testing.T) {
 	}
 	wait := func(port, want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for get(port) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("port %d: want %d, got %d", port, want, get(port))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return get(port) == want, nil }); err != nil {
+			t.Fatalf("port %d: want %d, got %d", port, want, get(port))
 		}
 	}
 	wait(port, http.StatusOK)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -295,10 +296,8 @@ func TestBreakerProbeRunner(t *testing.T) {
 		})
 	}()
 	b.done(false, requestKind{resource: "pops"}, failed, 0, "down")
-	deadline := time.Now().Add(10 * time.Second)
-	for b.State().Open && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return !b.State().Open, nil })
 	if b.State().Open || pings.Load() != 3 {
 		t.Fatalf("open %v after %d pings", b.State().Open, pings.Load())
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -555,23 +554,35 @@ func TestDNS(t *testing.T) {
 
 func TestICMP(t *testing.T) {
 	target := Target{ID: "e1", Kind: "icmp", Address: "127.0.0.1", Spec: polycrate.EndpointSpec{ICMP: &polycrate.ICMPSpec{Timeout: 1, Interval: 0.05}}}
-	out := (&Prober{}).Run(context.Background(), target)
-	if out.Failure != nil {
-		// This host permits neither socket kind: the documented configuration error.
-		expect(t, out, "icmp_not_permitted")
-		if out.Failure.Category != CategoryConfiguration {
-			t.Fatalf("%v", out.Failure)
+	// Whether this host lets a process open an ICMP socket (an unprivileged
+	// ping socket, or a raw one), asked without the prober: the verdict must
+	// follow it.
+	permitted := false
+	for _, network := range []string{"udp4", "ip4:icmp"} {
+		if c, err := icmp.ListenPacket(network, "0.0.0.0"); err == nil {
+			_ = c.Close()
+			permitted = true
+			break
 		}
-	} else {
+	}
+	out := (&Prober{}).Run(context.Background(), target)
+	if permitted {
 		expect(t, out, "")
 		r := out.Result
 		if *r.ICMPPacketsSent != ICMPPackets || *r.ICMPPacketsReceived != ICMPPackets || *r.ICMPPacketLossPercent != 0 ||
 			r.ICMPRTTMS == nil || *r.ICMPMinRTTMS > *r.ICMPMaxRTTMS {
 			t.Fatalf("%+v", r)
 		}
+	} else {
+		// This host permits neither socket kind: the documented configuration error.
+		expect(t, out, "icmp_not_permitted")
+		if out.Failure.Category != CategoryConfiguration {
+			t.Fatalf("%v", out.Failure)
+		}
 	}
 
-	// A host that permits neither: a configuration error with the remedy, no crash.
+	// A host that permits neither: a configuration error that names the
+	// refusal and the remedy, no crash.
 	orig := listenICMP
 	defer func() { listenICMP = orig }()
 	listenICMP = func(network, _ string) (*icmp.PacketConn, error) {
@@ -579,7 +590,18 @@ func TestICMP(t *testing.T) {
 	}
 	out = (&Prober{}).Run(context.Background(), target)
 	expect(t, out, "icmp_not_permitted")
-	if !strings.Contains(out.Failure.Detail, "ping_group_range") || !errors.Is(syscall.EPERM, syscall.EPERM) {
+	if out.Failure.Category != CategoryConfiguration || !strings.Contains(out.Failure.Detail, syscall.EPERM.Error()) ||
+		!strings.Contains(out.Failure.Detail, "ping_group_range") {
+		t.Fatalf("%v", out.Failure)
+	}
+	// Another failure to open the socket is no permission matter: no remedy
+	// for one.
+	listenICMP = func(network, _ string) (*icmp.PacketConn, error) {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: fmt.Errorf("socket: %w", syscall.EAFNOSUPPORT)}
+	}
+	out = (&Prober{}).Run(context.Background(), target)
+	expect(t, out, "icmp_not_permitted")
+	if !strings.Contains(out.Failure.Detail, syscall.EAFNOSUPPORT.Error()) || strings.Contains(out.Failure.Detail, "ping_group_range") {
 		t.Fatalf("%v", out.Failure)
 	}
 }

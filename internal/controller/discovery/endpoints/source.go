@@ -112,9 +112,9 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonInvalidAnnotation, annotations.Summary(problems, eventNoteLimit))
 	}
 	if len(hosts) > MaxHostsPerSource {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonTooManyHosts, "Discover",
-			"this %s names %d hosts; the first %d (in the order of its spec) are monitored, the other %d are not (at most %d hosts per source: split it)",
-			in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource)
+		r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonTooManyHosts,
+			fmt.Sprintf("this %s names %d hosts; the first %d (in the order of its spec) are monitored, the other %d are not (at most %d hosts per source: split it)",
+				in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource))
 		hosts = hosts[:MaxHostsPerSource]
 	}
 	wanted := map[string]bool{}
@@ -125,8 +125,8 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if first, taken := hostOf[name]; taken {
 			// Two hosts of one source, one CR name: declaring both would flip the CR
 			// between them forever (and the API object with it). The first keeps it.
-			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1.ReasonNameCollision, "Discover",
-				"hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name)
+			r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonNameCollision,
+				fmt.Sprintf("hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name))
 			continue
 		}
 		hostOf[name] = h.Name

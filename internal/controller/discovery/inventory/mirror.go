@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err == nil && src.GetDeletionTimestamp().IsZero() && snap != nil && m.Enabled(snap) {
 		d, selected, derr := m.Declare(src, snap, r.Now())
 		if derr != nil {
-			r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1.ReasonInvalidSource, "Discover", "not mirrored: %s", derr)
+			r.Events("Discover").Event(src, corev1.EventTypeWarning, v1.ReasonInvalidSource, "not mirrored: "+derr.Error())
 			r.Log.Info("source not mirrored", "mirror", m.Name(), "namespace", req.Namespace, "name", req.Name, "problem", derr.Error())
 			return ctrl.Result{}, nil
 		}
@@ -134,8 +135,8 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if exists && !r.ours(target, req.NamespacedName) {
-		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1.ReasonNameTaken, "Discover",
-			"not mirrored: %s %s exists and was not made from this object", target.GetObjectKind().GroupVersionKind().Kind, key.Name)
+		r.Events("Discover").Event(src, corev1.EventTypeWarning, v1.ReasonNameTaken,
+			fmt.Sprintf("not mirrored: %s %s exists and was not made from this object", target.GetObjectKind().GroupVersionKind().Kind, key.Name))
 		return ctrl.Result{}, nil
 	}
 	if exists && !target.GetDeletionTimestamp().IsZero() {

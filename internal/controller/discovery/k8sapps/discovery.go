@@ -143,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		if !exists {
-			r.Recorder.Eventf(applied, nil, corev1.EventTypeNormal, v1.ReasonDiscovered, "Discover", "discovered from %s", describe(want))
+			r.Events("Discover").Event(applied, corev1.EventTypeNormal, v1.ReasonDiscovered, "discovered from "+describe(want))
 		}
 		app = applied
 	}
@@ -205,8 +205,8 @@ func (r *Reconciler) readMeta(ctx context.Context, namespace, name, resourceVers
 	r.metas.Store(k, parsedMeta{rv: full.ResourceVersion, meta: m, err: perr})
 	if perr != nil {
 		ref := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID}}
-		r.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, v1.ReasonInvalidMetaSecret, "Discover",
-			"meta-Secret %s/%s is malformed, no K8sApp is declared from it: %s", full.Namespace, full.Name, perr)
+		r.Events("Discover").Event(ref, corev1.EventTypeWarning, v1.ReasonInvalidMetaSecret,
+			fmt.Sprintf("meta-Secret %s/%s is malformed, no K8sApp is declared from it: %s", full.Namespace, full.Name, perr))
 		r.Log.Info("malformed meta-Secret; no K8sApp declared from it", "namespace", full.Namespace, "name", full.Name, "problem", perr.Error())
 	}
 	return m, perr, nil
@@ -282,7 +282,7 @@ func (r *Reconciler) announceConflict(ctx context.Context, key types.NamespacedN
 			continue
 		}
 		done[owner.GetObjectKind().GroupVersionKind().Kind+"/"+owner.GetName()] = true
-		r.Recorder.Eventf(owner, nil, corev1.EventTypeWarning, v1.ReasonAppConflict, "Discover", "%s", msg)
+		r.Events("Discover").Event(owner, corev1.EventTypeWarning, v1.ReasonAppConflict, msg)
 	}
 }
 
