@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,8 +23,10 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,15 +187,37 @@ func TestClassify(t *testing.T) {
 		{"503", apiErr(503), v1.ReasonAPIUnavailable, true, false, 7 * time.Second}, // the Retry-After
 		{"400", apiErr(400), v1.ReasonAPIError, true, false, 0},
 		{"401", apiErr(401), v1.ReasonUnauthorized, true, false, RequeueResync},
-		{"403", apiErr(403), v1.ReasonUnauthorized, true, false, RequeueResync},
+		{"403", apiErr(403), v1.ReasonForbidden, true, false, RequeueResync},
 		{"redirect", &polycrate.RedirectError{Method: "GET", Path: "/", StatusCode: 301, Location: "x"}, v1.ReasonAPIRedirect, true, false, 0},
-		{"no answer", &polycrate.TransportError{Err: errors.New("refused")}, v1.ReasonAPIUnavailable, true, true, 0},
+		{"no answer", &polycrate.TransportError{Err: errors.New("refused")}, v1.ReasonUnreachable, true, true, 0},
+		{"an untrusted certificate", &polycrate.TransportError{Err: &url.Error{Op: "Get", URL: "https://x", Err: x509.UnknownAuthorityError{}}}, v1.ReasonInvalidCACertificate, true, false, 0},
+		{"a remote's 401", Remote("the cluster", "spec.caCertificate", apierrors.NewUnauthorized("no")), v1.ReasonUnauthorized, true, false, RequeueResync},
+		{"a remote's 403", Remote("the cluster", "spec.caCertificate", apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no"))), v1.ReasonForbidden, true, false, RequeueResync},
+		{"a remote not answering", Remote("the cluster", "spec.caCertificate", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}), v1.ReasonUnreachable, true, true, 0},
+		{"a remote's certificate", Remote("the cluster", "spec.caCertificate", errors.New("Get https://x: tls: failed to verify certificate: x509: certificate signed by unknown authority")), v1.ReasonInvalidCACertificate, true, false, 0},
+		{"a local Kubernetes 403 is no API credential", apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")), v1.ReasonAPIError, true, true, 0},
+		{"a local Kubernetes dial error is not the API unreachable", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: errors.New("refused")}, v1.ReasonAPIError, true, true, 0},
 		{"wrapped permanent", fmt.Errorf("step: %w", Permanent("NameCollision", "m")), "NameCollision", true, false, 0},
 		{"a Kubernetes read", errors.New("etcd timeout"), v1.ReasonAPIError, true, true, 0},
 	} {
 		o := Classify(tc.err)
 		if o.Reason != tc.reason || o.Failed != tc.failed || (o.Err != nil) != tc.backoff || o.Result.RequeueAfter != tc.after {
 			t.Errorf("%s: %+v", tc.name, o)
+		}
+		// The message names the peer: the cluster for a remote's failure, the
+		// API for the API's connection and credentials.
+		switch {
+		case strings.HasPrefix(tc.name, "a remote"):
+			if !strings.HasPrefix(o.Message, "the cluster") {
+				t.Errorf("%s: message %q does not name the cluster", tc.name, o.Message)
+			}
+			if tc.reason == v1.ReasonInvalidCACertificate && !strings.Contains(o.Message, "spec.caCertificate") {
+				t.Errorf("%s: message %q does not say where the CA goes", tc.name, o.Message)
+			}
+		case tc.reason == v1.ReasonUnreachable || tc.reason == v1.ReasonForbidden || tc.reason == v1.ReasonInvalidCACertificate:
+			if !strings.HasPrefix(o.Message, "the Polycrate API") {
+				t.Errorf("%s: message %q does not name the API", tc.name, o.Message)
+			}
 		}
 	}
 }

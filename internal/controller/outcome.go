@@ -3,8 +3,12 @@ package controller
 import (
 	"crypto/x509"
 	"errors"
+	"net"
+	"net/url"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
@@ -82,22 +86,62 @@ type Outcome struct {
 	Err error
 }
 
+// RemoteError is a failed call to a peer other than the Polycrate API (a
+// K8sCluster's kube-apiserver): the shared mapping names that peer and where
+// its CA is configured, and reads its Kubernetes and network errors.
+type RemoteError struct {
+	// Peer names it in a message ("the cluster"); CAField is where a private CA
+	// for it goes ("spec.caCertificate").
+	Peer, CAField string
+	Err           error
+}
+
+func (e *RemoteError) Error() string { return e.Err.Error() }
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// Remote marks err as a failed call to peer (see RemoteError).
+func Remote(peer, caField string, err error) error {
+	return &RemoteError{Peer: peer, CAField: caField, Err: err}
+}
+
+// The Polycrate API as a peer of the shared mapping's messages.
+const (
+	apiPeer    = "the Polycrate API"
+	apiCAField = "api_sync.ca_certificate"
+)
+
 // Classify maps an error to its outcome, the one mapping of the operator:
 //   - WaitingError → wait; PermanentError → failure, no retry;
 //   - refused by the leader fence (not sent) → nothing said, look again shortly;
 //   - held back by the open circuit breaker → wait (parked: the breaker's
 //     closing wakes the object; no backoff stacked on the breaker's probes);
-//   - API transient (5xx, 429, no answer) → failure, backoff (or the Retry-After);
-//   - API 401/403 → failure, look again after RequeueResync (a token fix also
-//     reconfigures the connection, which wakes every object);
+//   - the peer's TLS certificate not trusted → InvalidCACertificate, failure,
+//     no retry (the CA's fix is a configuration change, which wakes objects);
+//   - no answer (DNS, connection refused or reset, proxy, timeout) →
+//     Unreachable, failure, backoff;
+//   - API transient (5xx, 429) → APIUnavailable, failure, backoff (or the
+//     Retry-After);
+//   - 401 → Unauthorized, 403 → Forbidden: failure, look again after
+//     RequeueResync (a token fix also reconfigures the connection, which wakes
+//     every object);
 //   - API redirect → failure, no retry (the URL's fix is a configuration change);
 //   - any other API error (4xx, undecodable answer) → failure, no retry;
 //   - anything else (a Kubernetes read, a lost answer) → failure, backoff.
+//
+// The Polycrate API is the peer unless err is a RemoteError; for a remote its
+// Kubernetes status errors (401, 403) and network errors count as well.
 func Classify(err error) Outcome {
 	var w *WaitingError
 	var p *PermanentError
 	var apiErr *polycrate.APIError
 	var decode *polycrate.DecodeError
+	var transport *polycrate.TransportError
+	peer, caField := apiPeer, apiCAField
+	var remote *RemoteError
+	isRemote := errors.As(err, &remote)
+	if isRemote {
+		peer, caField = remote.Peer, remote.CAField
+	}
 	msg := err.Error()
 	switch {
 	case errors.As(err, &w):
@@ -111,14 +155,24 @@ func Classify(err error) Outcome {
 		return Outcome{Message: msg, Result: reconcile.Result{RequeueAfter: RequeueShortly}}
 	case polycrate.IsCircuitOpen(err):
 		return Outcome{Reason: v1.ReasonCircuitOpen, Message: msg, Result: reconcile.Result{RequeueAfter: RequeueCircuitOpen}}
+	case UntrustedCertificate(err) || (isRemote && strings.Contains(msg, "x509:")):
+		return Outcome{Reason: v1.ReasonInvalidCACertificate, Failed: true,
+			Message: peer + "'s TLS certificate is not trusted (a private CA or a TLS-inspecting proxy's CA goes into " + caField + "): " + msg}
+	case errors.As(err, &transport) || (isRemote && isNetworkError(err)):
+		return Outcome{Reason: v1.ReasonUnreachable, Failed: true, Err: Reported(err),
+			Message: peer + " cannot be reached (DNS, connection, proxy or timeout): " + msg}
 	case polycrate.IsTransient(err):
-		o := Outcome{Reason: v1.ReasonAPIUnavailable, Message: msg, Failed: true, Err: Reported(err)}
+		o := Outcome{Reason: v1.ReasonAPIUnavailable, Message: peer + " is unavailable: " + msg, Failed: true, Err: Reported(err)}
 		if wait := polycrate.RetryAfter(err); wait > 0 {
 			o.Result, o.Err = reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return o
-	case polycrate.IsUnauthorized(err), polycrate.IsForbidden(err):
-		return Outcome{Reason: v1.ReasonUnauthorized, Message: msg, Failed: true, Result: reconcile.Result{RequeueAfter: RequeueResync}}
+	case polycrate.IsUnauthorized(err) || (isRemote && apierrors.IsUnauthorized(err)):
+		return Outcome{Reason: v1.ReasonUnauthorized, Message: peer + " rejected the credentials (401): " + msg, Failed: true,
+			Result: reconcile.Result{RequeueAfter: RequeueResync}}
+	case polycrate.IsForbidden(err) || (isRemote && apierrors.IsForbidden(err)):
+		return Outcome{Reason: v1.ReasonForbidden, Message: peer + " refused the credentials (403): " + msg, Failed: true,
+			Result: reconcile.Result{RequeueAfter: RequeueResync}}
 	case polycrate.IsRedirect(err):
 		return Outcome{Reason: v1.ReasonAPIRedirect, Message: msg, Failed: true}
 	case errors.As(err, &apiErr), errors.As(err, &decode):
@@ -126,6 +180,22 @@ func Classify(err error) Outcome {
 	default:
 		return Outcome{Reason: v1.ReasonAPIError, Message: msg, Failed: true, Err: Reported(err)}
 	}
+}
+
+// isNetworkError: no answer from a remote (a dial, a reset, a timeout, a URL
+// that does not resolve).
+func isNetworkError(err error) bool {
+	var netErr net.Error
+	var urlErr *url.Error
+	return errors.As(err, &netErr) || errors.As(err, &urlErr)
+}
+
+// WaitsOnOutage: reason says the API (or the way to it) failed for a while —
+// the circuit open, no answer, 5xx/429 — not that the object or its
+// credentials are wrong; such an object keeps its phase and is woken when the
+// API answers again.
+func WaitsOnOutage(reason string) bool {
+	return reason == v1.ReasonCircuitOpen || reason == v1.ReasonAPIUnavailable || reason == v1.ReasonUnreachable
 }
 
 // Reported marks an error whose failure the object already says (a condition,

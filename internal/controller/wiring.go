@@ -259,10 +259,10 @@ func (w *Waker) WakeOnRecovery(mgr manager.Manager, conn *polycrate.Connection, 
 }
 
 // WaitsForAPI: the object's Ready condition is False for the API (its circuit
-// open, or a transient failure).
+// open, no answer, or a transient failure).
 func WaitsForAPI(o client.Object) bool {
 	c, _ := readyOf(o)
-	return c != nil && c.Status == metav1.ConditionFalse && (c.Reason == v1.ReasonCircuitOpen || c.Reason == v1.ReasonAPIUnavailable)
+	return c != nil && c.Status == metav1.ConditionFalse && WaitsOnOutage(c.Reason)
 }
 
 // Every runs fn on the leader every interval() (read anew each round: a

@@ -146,7 +146,7 @@ var _ = Describe("K8sCluster: external clusters", func() {
 		Entry("unreachable", "unreachable", func() v1.K8sClusterSpec {
 			secret(ns, "unreachable-token", map[string]string{"token": "x"})
 			return v1.K8sClusterSpec{APIServer: "https://127.0.0.1:1", Authentication: tokenAuth("unreachable-token")}
-		}, v1.ReasonUnreachable, "unreachable"),
+		}, v1.ReasonUnreachable, "the cluster cannot be reached"),
 	)
 
 	It("refuses a K8sCluster outside the operator namespace", func() {

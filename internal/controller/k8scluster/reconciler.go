@@ -7,10 +7,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -91,8 +88,8 @@ func (r *Reconciler) check(ctx context.Context, kc *v1.K8sCluster) ctrl.Result {
 	}
 	v, err := dc.ServerVersion()
 	if err != nil {
-		reason, msg := classify(err)
-		r.fail(kc, reason, msg)
+		o := controller.Classify(controller.Remote("the cluster", "spec.caCertificate", err))
+		r.fail(kc, o.Reason, scrub(o.Message))
 		return ctrl.Result{RequeueAfter: controller.RequeueFailedStep}
 	}
 	kc.Status.Phase = PhaseReady
@@ -138,7 +135,7 @@ func (r *Reconciler) restConfig(ctx context.Context, kc *v1.K8sCluster) (*rest.C
 	} else {
 		c, err := clientcmd.RESTConfigFromKubeConfig(data)
 		if err != nil {
-			return nil, v1.ReasonInvalidSpec, fmt.Sprintf("the kubeconfig in Secret %s/%s is invalid: %s", kc.Namespace, ref.SecretRef.Name, scrub(err))
+			return nil, v1.ReasonInvalidSpec, fmt.Sprintf("the kubeconfig in Secret %s/%s is invalid: %s", kc.Namespace, ref.SecretRef.Name, scrub(err.Error()))
 		}
 		cfg = c
 		if kc.Spec.APIServer != "" {
@@ -170,27 +167,8 @@ func checkCA(pemData []byte) (string, string) {
 	return "", ""
 }
 
-// classify names why a cluster could not be reached.
-func classify(err error) (string, string) {
-	var netErr net.Error
-	var urlErr *url.Error
-	switch {
-	case controller.UntrustedCertificate(err), strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "certificate"):
-		return v1.ReasonInvalidCACertificate, "the cluster's certificate is not trusted (check spec.caCertificate): " + scrub(err)
-	case apierrors.IsUnauthorized(err):
-		return v1.ReasonUnauthorized, "the cluster rejected the credentials (401)"
-	case apierrors.IsForbidden(err):
-		return v1.ReasonForbidden, "the credentials may not read the server version (403)"
-	case errors.As(err, &netErr), errors.As(err, &urlErr):
-		return v1.ReasonUnreachable, "the cluster is unreachable: " + scrub(err)
-	default:
-		return v1.ReasonUnreachable, scrub(err)
-	}
-}
-
 // scrub drops anything after a bearer token could appear.
-func scrub(err error) string {
-	s := err.Error()
+func scrub(s string) string {
 	if i := strings.Index(strings.ToLower(s), "bearer"); i >= 0 {
 		s = s[:i] + "[redacted]"
 	}

@@ -164,9 +164,9 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		}
 		return ctrl.Result{}, nil
 	case last.Err != nil:
-		reason, msg := classify(last.Err)
-		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		o := controller.Classify(last.Err)
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, o.Reason, o.Message)
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, o.Reason, o.Message)
 		if oc.Status.APISync == nil {
 			r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionFalse, v1.ReasonWorkspaceNotResolved, "no health report accepted yet")
 		}
@@ -179,11 +179,11 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	// 5. The local cluster and the operator's own app.
 	result, err := r.localCluster(ctx, log, oc)
 	if err != nil {
-		reason, msg := classify(err)
+		o := controller.Classify(err)
 		if r.Errors != nil {
-			r.Errors.Record("local_cluster", msg, false)
+			r.Errors.Record("local_cluster", o.Message, false)
 		}
-		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, reason, msg)
+		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, o.Reason, o.Message)
 		if polycrate.IsCircuitOpen(err) {
 			// Parked: the breaker's closing wakes the OperatorConfig (no backoff,
 			// no error log per retry on top of the breaker's own line).
@@ -315,29 +315,6 @@ func readToken(ctx context.Context, secrets client.Reader, namespace string, ref
 		return "", v1.ReasonTokenEmpty, fmt.Sprintf("key %q of Secret %s/%s is empty", ref.TokenKey, namespace, ref.SecretName)
 	}
 	return t, "", ""
-}
-
-// classify turns an API error into a condition reason and message.
-func classify(err error) (reason, msg string) {
-	var transport *polycrate.TransportError
-	switch {
-	case polycrate.IsRedirect(err):
-		return v1.ReasonAPIRedirect, err.Error()
-	case controller.UntrustedCertificate(err):
-		return v1.ReasonInvalidCACertificate, "the Polycrate API's TLS certificate is not trusted (a private CA or a TLS-inspecting proxy goes into api_sync.ca_certificate): " + err.Error()
-	case polycrate.IsCircuitOpen(err):
-		return v1.ReasonCircuitOpen, err.Error()
-	case errors.As(err, &transport):
-		return v1.ReasonUnreachable, "the Polycrate API cannot be reached (DNS, connection, proxy or timeout): " + err.Error()
-	case polycrate.IsUnauthorized(err):
-		return v1.ReasonUnauthorized, "the Polycrate API rejected the agent token (401): " + err.Error()
-	case polycrate.IsForbidden(err):
-		return v1.ReasonForbidden, "the Polycrate API refused the agent token (403; e.g. the token has no workspace): " + err.Error()
-	case polycrate.IsTransient(err):
-		return v1.ReasonAPIUnavailable, "the Polycrate API is unavailable: " + err.Error()
-	default:
-		return v1.ReasonAPIError, err.Error()
-	}
 }
 
 func (r *Reconciler) resolveWorkspace(oc *v1.OperatorConfig, h *polycrate.HealthResponse) {

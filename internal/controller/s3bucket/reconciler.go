@@ -444,7 +444,7 @@ func (r *Reconciler) fail(b *v1.S3Bucket, err error) (ctrl.Result, error) {
 		}
 		return o.Result, o.Err
 	}
-	if o.Reason == v1.ReasonAPIUnavailable {
+	if controller.WaitsOnOutage(o.Reason) { // an outage, not the bucket's failure
 		r.events().Ready(b, metav1.ConditionFalse, o.Reason, o.Message, true) // once per transition, not per retry
 		return o.Result, o.Err
 	}

@@ -196,9 +196,9 @@ var _ = Describe("S3Bucket provisioning", Ordered, func() {
 		Expect(k8s.Update(ctx, refused)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(refused), refused)).To(Succeed())
-			g.Expect(reason(refused)).To(Equal(v1.ReasonUnauthorized))
+			g.Expect(reason(refused)).To(Equal(v1.ReasonForbidden))
 		}, timeout, poll).Should(Succeed())
-		Eventually(func() []string { return eventReasons(refused) }, timeout, poll).Should(ContainElements(v1.ReasonAPIError, v1.ReasonUnauthorized))
+		Eventually(func() []string { return eventReasons(refused) }, timeout, poll).Should(ContainElements(v1.ReasonAPIError, v1.ReasonForbidden))
 		Expect(api.SetFaults()).To(Succeed())
 
 		// nbg1 stops accepting buckets (S3_CLUSTER_MAX_USAGE_PERCENT in the real API).
