@@ -9,6 +9,7 @@ import (
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -56,7 +57,13 @@ type Agent struct {
 	Results   *Results
 
 	status *statusWriter
-	nudge  chan struct{}
+	// fetches is the assignment fetch's schedule: a delaying queue of one
+	// key. A fetch schedules the next after its interval, a nudge within
+	// nudgeDelay; the queue keeps the earliest of the two and runs one fetch at
+	// a time (a nudge during a fetch runs one more right after it).
+	// Created by Start (a standby's agent holds no goroutine for it).
+	fetchMu sync.Mutex
+	fetches workqueue.TypedDelayingInterface[fetchKey]
 	// quiet: monitoring is off and its one cleanup pass is done (refresh's loop only).
 	quiet bool
 
@@ -71,7 +78,7 @@ type Agent struct {
 // New builds the agent with its scheduler and result collector.
 func New(d controller.Deps, namespace string, health *agent.State) *Agent {
 	a := &Agent{Deps: d, Namespace: namespace, Health: health, Prober: &probe.Prober{},
-		nudge: make(chan struct{}, 1), assigned: map[string]assignment{}, unrunnable: map[string]string{}}
+		assigned: map[string]assignment{}, unrunnable: map[string]string{}}
 	a.Scheduler = &Scheduler{Check: a.check, Done: a.done, Late: func(d time.Duration) { lateness.Observe(d.Seconds()) }}
 	a.Results = NewResults(a.Scheduler.Len, a.Scheduler.Queued)
 	a.status = newStatusWriter(d)
@@ -108,12 +115,18 @@ func (a *Agent) SetupWithManager(mgr manager.Manager) error {
 // NeedLeaderElection: only the leader checks (one agent per operator).
 func (a *Agent) NeedLeaderElection() bool { return true }
 
+// fetchKey is the one item of the fetch schedule.
+type fetchKey struct{}
+
 // Nudge asks for a fetch of the assignment within about a second (an Endpoint
 // was synced: its new configuration should reach its next check soon).
+// Before Start there is nothing to nudge: Start fetches at once.
 func (a *Agent) Nudge() {
-	select {
-	case a.nudge <- struct{}{}:
-	default:
+	a.fetchMu.Lock()
+	q := a.fetches
+	a.fetchMu.Unlock()
+	if q != nil {
+		q.AddAfter(fetchKey{}, nudgeDelay)
 	}
 }
 
@@ -129,30 +142,23 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		a.mu.Unlock()
 	}()
-	wg.Add(2)
+	fetches := workqueue.NewTypedDelayingQueue[fetchKey]()
+	a.fetchMu.Lock()
+	a.fetches = fetches
+	a.fetchMu.Unlock()
+	wg.Add(3)
 	go func() { defer wg.Done(); _ = a.Scheduler.Start(ctx) }()
 	go func() { defer wg.Done(); a.status.run(ctx) }()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	next := time.Now()
+	go func() { defer wg.Done(); <-ctx.Done(); fetches.ShutDown() }()
+	fetches.Add(fetchKey{}) // the first fetch at once
 	for {
-		select {
-		case <-ctx.Done():
+		key, shutdown := fetches.Get()
+		if shutdown {
 			return nil
-		case <-a.nudge:
-			if time.Until(next) > nudgeDelay {
-				if !timer.Stop() {
-					<-timer.C
-				}
-				next = time.Now().Add(nudgeDelay)
-				timer.Reset(nudgeDelay)
-			}
-			continue
-		case <-timer.C:
 		}
 		wait := a.refresh(ctx)
-		next = time.Now().Add(wait)
-		timer.Reset(wait)
+		fetches.Done(key)
+		fetches.AddAfter(key, wait) // after a shutdown: ignored
 	}
 }
 
