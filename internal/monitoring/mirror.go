@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,25 +183,50 @@ func targetOf(e polycrate.AgentEndpoint) (t probe.Target) {
 	return t
 }
 
-// ensureMirror creates or updates the CR of an API-defined endpoint.
+// ensureMirror declares the CR of an API-defined endpoint the way the operator
+// declares every object it derives (discovery's Endpoints, K8sApps, the
+// inventory): server-side apply, field owner polycrate-operator, forced — and
+// nothing sent when the cached CR already is what it declares.
 func (a *Agent) ensureMirror(ctx context.Context, e polycrate.AgentEndpoint, ep *v1.Endpoint) error {
 	spec := mirrorSpec(e)
-	if ep == nil {
-		ep = &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: mirrorName(e),
+	if ep == nil || !equality.Semantic.DeepEqual(ep.Spec, spec) {
+		created := ep == nil
+		want := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: mirrorName(e),
 			Labels:      map[string]string{v1.LabelAPIDefined: v1.LabelValueTrue},
 			Annotations: map[string]string{v1.AnnotationAPIEndpointID: e.ID}}, Spec: spec}
-		if err := a.Client.Create(ctx, ep); err != nil {
-			if kerrors.IsAlreadyExists(err) {
-				return nil // the cache is behind: the next fetch sees it
+		if !created {
+			want.Name = ep.Name
+		} else {
+			// Not in the cache: a CR of that name that is no mirror (made by
+			// someone else) is never taken over by the apply; one the cache has
+			// not seen yet is.
+			other := &v1.Endpoint{}
+			switch err := a.freshReader().Get(ctx, client.ObjectKeyFromObject(want), other); {
+			case err == nil && other.Labels[v1.LabelAPIDefined] != v1.LabelValueTrue:
+				return fmt.Errorf("the Endpoint CR %s/%s of API endpoint %s exists and is not its mirror; left alone", want.Namespace, want.Name, e.Name)
+			case err != nil && !kerrors.IsNotFound(err):
+				return err
 			}
-			return fmt.Errorf("creating the Endpoint CR of API endpoint %s: %w", e.Name, err)
 		}
-		a.Log.Info("created the Endpoint CR of an API-defined endpoint", "name", ep.Name, "apiID", e.ID)
-	} else if !apierrors.Semantic.DeepEqual(ep.Spec, spec) {
-		before := ep.DeepCopy()
-		ep.Spec = spec
-		if err := a.Client.Patch(ctx, ep, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("updating the Endpoint CR of API endpoint %s: %w", e.Name, err)
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+		if err != nil {
+			return err
+		}
+		delete(u, "status")
+		unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+		obj := &unstructured.Unstructured{Object: u}
+		obj.SetGroupVersionKind(v1.GroupVersion.WithKind("Endpoint"))
+		if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1.FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("declaring the Endpoint CR of API endpoint %s: %w", e.Name, err)
+		}
+		// The answer is the stored CR (its status and resourceVersion for the
+		// status write below).
+		ep = &v1.Endpoint{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ep); err != nil {
+			return err
+		}
+		if created {
+			a.Log.Info("declared the Endpoint CR of an API-defined endpoint", "name", ep.Name, "apiID", e.ID)
 		}
 	}
 	if ep.Status.APIID == e.ID && ep.SyncState().Phase == v1.PhaseSynced {

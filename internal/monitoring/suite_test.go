@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
@@ -391,6 +392,54 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		}
 		op.Monitor.Nudge()
 		Eventually(mirrorOf(ids["http"]), timeout, poll).Should(BeNil())
+	})
+
+	It("declares a mirror with server-side apply, follows the API's change of it, and never takes over a CR of its name that is no mirror", func() {
+		create := func(name string) string {
+			e, err := oe.Client().Endpoints().Create(ctx, polycrate.EndpointRequest{Name: name, Kind: "http", RemoteAddress: "127.0.0.1",
+				RemotePort: ptr.To(webPort), Spec: &polycrate.EndpointSpec{HTTP: &polycrate.HTTPSpec{Path: "/", Timeout: 2, Interval: 1}},
+				CreatedByComponent: "api"})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = oe.Client().Endpoints().Delete(ctx, e.ID) })
+			return e.ID
+		}
+		// Someone else's CR stands where a mirror would go.
+		foreignID := create("api-foreign")
+		foreign := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: testutil.OperatorNamespace, Name: monitoring.MirrorName(foreignID, "api-foreign")},
+			Spec: v1.EndpointSpec{RemoteAddress: "someone-else.example", DisplayName: "not a mirror"}}
+		Expect(k8s.Create(ctx, foreign)).To(Succeed())
+		DeferCleanup(func() { _ = client.IgnoreNotFound(k8s.Delete(ctx, foreign)) })
+
+		id := create("api-applied")
+		op.Monitor.Nudge()
+		key := client.ObjectKey{Namespace: testutil.OperatorNamespace, Name: monitoring.MirrorName(id, "api-applied")}
+		mirror := &v1.Endpoint{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, key, mirror)).To(Succeed())
+			g.Expect(mirror.Status.APIID).To(Equal(id))
+		}, timeout, poll).Should(Succeed())
+		var applied bool
+		for _, f := range mirror.ManagedFields {
+			applied = applied || (f.Manager == v1.FieldOwner && f.Operation == metav1.ManagedFieldsOperationApply)
+		}
+		Expect(applied).To(BeTrue(), "the mirror's spec is declared by an apply of %s: %+v", v1.FieldOwner, mirror.ManagedFields)
+		Expect(mirror.Spec.Path).To(Equal("/"))
+
+		// The API's change reaches the mirror.
+		_, err := oe.Client().Endpoints().Patch(ctx, id, map[string]any{"spec": map[string]any{"http": map[string]any{"path": "/changed", "timeout": 2, "interval": 1}}})
+		Expect(err).NotTo(HaveOccurred())
+		op.Monitor.Nudge()
+		Eventually(func() (string, error) {
+			err := k8s.Get(ctx, key, mirror)
+			return mirror.Spec.Path, err
+		}, timeout, poll).Should(Equal("/changed"))
+
+		// The other CR is as its owner made it.
+		got := &v1.Endpoint{}
+		Consistently(func() (string, error) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), got)
+			return got.Spec.RemoteAddress + "|" + got.Labels[v1.LabelAPIDefined], err
+		}, 3*time.Second, poll).Should(Equal("someone-else.example|"))
 	})
 
 	It("reports each bad target with its own error, within its timeout, without holding up the others", func() {
