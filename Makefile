@@ -94,7 +94,7 @@ FUZZTIME ?= 5s
 # sit in test packages of 600 to 1,300 dependencies (minutes to instrument on a
 # cold machine): make test runs their seed corpora, make fuzz fuzzes them.
 FUZZ_LIGHT_TARGETS := ./internal/annotations:FuzzParse ./internal/metasecret:FuzzParse ./internal/names:FuzzNames ./internal/names:FuzzEndpointInjective \
-  ./internal/polycrate:FuzzResponseDecoding
+  ./internal/polycrate:FuzzResponseDecoding ./internal/dnsname:FuzzRelativeAbsolute
 FUZZ_TARGETS := $(FUZZ_LIGHT_TARGETS) ./internal/emulator:FuzzRequestDecoding ./internal/externaldns:FuzzWebhookBodies ./internal/dns01:FuzzChallenge
 # fuzz-short counts executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can end a clean run in a spurious "context deadline exceeded"

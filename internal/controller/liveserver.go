@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -37,6 +41,9 @@ func (l *LiveServer[S]) NeedLeaderElection() bool { return false }
 
 // Start follows the configuration until ctx ends.
 func (l *LiveServer[S]) Start(ctx context.Context) error {
+	if l.Want == nil || l.Serve == nil || l.Config == nil {
+		return errors.New(l.Name + ": a LiveServer needs Config, Want and Serve (build the server with its NewServer)")
+	}
 	changes := l.Config.Subscribe()
 	defer l.stop()
 	for {
@@ -109,4 +116,36 @@ func (l *LiveServer[S]) stop() {
 		<-cur.done
 		l.Log.Info("stopped "+l.Name, "settings", cur.settings)
 	}
+}
+
+// shutdownGrace is how long a stopping HTTP server lets its requests finish.
+const shutdownGrace = 10 * time.Second
+
+// ServeHTTP serves srv on ln (over TLS from srv.TLSConfig when tlsOn) until ctx
+// ends, then shuts it down gracefully (requests in flight get shutdownGrace,
+// then the connections are closed). It returns the server's own failure, not
+// its closing.
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, tlsOn bool) error {
+	errc := make(chan error, 1)
+	go func() {
+		if tlsOn {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -155,7 +155,7 @@ func TestServedThroughTheAggregator(t *testing.T) {
 	spec := v1.OperatorConfigSpec{}
 	spec.DNS01Webhook = v1.DNS01WebhookConfig{Enabled: true, Port: int32(port)} //nolint:gosec // a port
 	store.Set(&liveconfig.Snapshot{Spec: spec})
-	srv := &dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: e.kubeconfig}
+	srv := dns01.NewServer(&dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: e.kubeconfig})
 	srvCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = srv.Start(srvCtx); close(done) }()

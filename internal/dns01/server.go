@@ -3,7 +3,6 @@ package dns01
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -63,8 +62,7 @@ type Server struct {
 	// is missing, a self-signed certificate is made in memory.
 	CertDir string
 
-	once sync.Once
-	live *controller.LiveServer[settings]
+	controller.LiveServer[settings]
 }
 
 type settings struct {
@@ -72,29 +70,17 @@ type settings struct {
 	Port          int
 }
 
-func (s *Server) init() {
-	s.once.Do(func() {
-		s.live = &controller.LiveServer[settings]{Name: "the cert-manager DNS01 webhook", Config: s.Config, Want: want, Serve: s.serve, Log: s.Log}
-	})
-}
-
-// NeedLeaderElection: every replica serves (the APIService's Service spreads
-// the calls); each holds the API connection (operatorconfig.Replica).
-func (s *Server) NeedLeaderElection() bool { return false }
-
-// Start follows the configuration until ctx ends.
-func (s *Server) Start(ctx context.Context) error {
-	s.init()
-	return s.live.Start(ctx)
+// NewServer returns s ready to run (controller.LiveServer, embedded: Start and
+// NeedLeaderElection — every replica serves, the APIService's Service spreads
+// the calls, each holds the API connection, operatorconfig.Replica).
+func NewServer(s *Server) *Server {
+	s.LiveServer = controller.LiveServer[settings]{Name: "the cert-manager DNS01 webhook", Config: s.Config, Want: want, Serve: s.serve, Log: s.Log}
+	return s
 }
 
 // Running is the port being served, 0 when none.
 func (s *Server) Running() int {
-	s.init()
-	w, ok := s.live.Running()
-	if !ok {
-		return 0
-	}
+	w, _ := s.LiveServer.Running()
 	return w.Port
 }
 
@@ -239,22 +225,7 @@ func (s *Server) serve(ctx context.Context, w settings) error {
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return controller.ServeHTTP(ctx, srv, ln, true)
 }
 
 // servingCert is the certificate in CertDir, followed as cert-manager renews

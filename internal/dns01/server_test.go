@@ -88,7 +88,7 @@ func TestServedFromTheOperator(t *testing.T) {
 		store.Set(&liveconfig.Snapshot{Spec: spec})
 	}
 	set(false, port)
-	srv := &dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: kubeconfig}
+	srv := dns01.NewServer(&dns01.Server{Config: store, Conn: conn, Log: testr.New(t), Kubeconfig: kubeconfig})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Start(ctx); close(done) }()

@@ -14,6 +14,7 @@ import (
 	whapi "github.com/cert-manager/cert-manager/pkg/acme/webhook/apis/acme/v1alpha1"
 	"k8s.io/client-go/rest"
 
+	"github.com/polycrate/polycrate-operator/internal/dnsname"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -114,12 +115,10 @@ func (s *Solver) resolve(ctx context.Context, ch *whapi.ChallengeRequest) (*poly
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("resolving the DNS zone of %s: %w", fqdn, err)
 	}
-	zoneName := strings.TrimSuffix(strings.ToLower(zone.Name), ".")
-	name := strings.TrimSuffix(strings.TrimSuffix(fqdn, zoneName), ".")
-	if name == "" {
-		name = "@"
+	if !dnsname.In(fqdn, zone.Name) {
+		return nil, nil, "", fmt.Errorf("the Polycrate API resolved %s to zone %s, which does not hold it", fqdn, zone.Name)
 	}
-	return c, zone, name, nil
+	return c, zone, dnsname.Relative(fqdn, zone.Name), nil
 }
 
 // records are the zone's TXT records of the name.
@@ -132,7 +131,7 @@ func (s *Solver) records(ctx context.Context, c *polycrate.Client, zone *polycra
 }
 
 func fqdnOf(ch *whapi.ChallengeRequest) string {
-	return strings.TrimSuffix(strings.ToLower(ch.ResolvedFQDN), ".")
+	return dnsname.Canonical(ch.ResolvedFQDN)
 }
 
 // sameKey compares a stored TXT content with a key (a provider may store it quoted).

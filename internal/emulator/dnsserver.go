@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/miekg/dns"
+
+	"github.com/polycrate/polycrate-operator/internal/dnsname"
 )
 
 // The emulator answers DNS for its zones from the records it holds (what the
@@ -124,14 +126,7 @@ func (s *Server) serveDNS(w dns.ResponseWriter, req *dns.Msg) {
 // to their zone ("_acme-challenge.www"; "@" or "" is the apex); a name that
 // already ends with the zone is taken as it is.
 func recordFQDN(name, zone string) string {
-	name = strings.ToLower(strings.TrimSpace(name))
-	switch {
-	case name == "" || name == "@":
-		return zone
-	case dns.Fqdn(name) == zone || strings.HasSuffix(dns.Fqdn(name), "."+zone):
-		return dns.Fqdn(name)
-	}
-	return strings.TrimSuffix(name, ".") + "." + zone
+	return dns.Fqdn(dnsname.Absolute(name, zone))
 }
 
 // recordRR makes the resource record of a stored record (nil for a type or

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/polycrate/polycrate-operator/internal/dnsname"
 )
 
 // beforeCreate fills server-set fields of a new object; an error refuses it.
@@ -171,39 +173,19 @@ func (s *Server) rotateBucketCredentials(id string) bool {
 	return found
 }
 
-// zoneFor is the zone a name belongs to, among those visible: the longest
-// matching internal zone, else the longest external zone with primary_zone=true.
+// zoneFor is the zone a name belongs to, among those visible, by the API's
+// rule (dnsname.Best): the longest matching internal zone, else the longest
+// external zone with primary_zone=true.
 func (s *Server) zoneFor(fqdn string, visible func(*Object) bool) *Object {
-	fqdn = strings.TrimSuffix(strings.ToLower(fqdn), ".")
-	var best *Object
-	rank := func(z *Object) (int, int) { // (kind preference, name length)
-		k := 0
-		if z.Data["kind"] == "internal" {
-			k = 1
-		}
-		return k, len(z.Data["name"].(string))
-	}
+	var live []*Object
 	for _, z := range s.store.List("domains/dnszones") {
-		if z.DeletedAt != nil || !visible(z) {
-			continue
-		}
-		name := strings.ToLower(scalarString(z.Data["name"]))
-		if fqdn != name && !strings.HasSuffix(fqdn, "."+name) {
-			continue
-		}
-		if z.Data["kind"] == "external" && z.Data["primary_zone"] != true {
-			continue
-		}
-		if best == nil {
-			best = z
-			continue
-		}
-		bk, bl := rank(best)
-		zk, zl := rank(z)
-		if zk > bk || (zk == bk && zl > bl) {
-			best = z
+		if z.DeletedAt == nil && visible(z) {
+			live = append(live, z)
 		}
 	}
+	best, _ := dnsname.Best(fqdn, live, func(z *Object) dnsname.Zone {
+		return dnsname.Zone{Name: scalarString(z.Data["name"]), Internal: z.Data["kind"] == "internal", Primary: z.Data["primary_zone"] == true}
+	})
 	return best
 }
 
@@ -211,7 +193,7 @@ func (s *Server) zoneFor(fqdn string, visible func(*Object) bool) *Object {
 // matching internal zone of the caller's organization, else the longest external
 // zone with primary_zone=true.
 func (s *Server) resolveZone(w http.ResponseWriter, r *http.Request, p principal) {
-	fqdn := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.URL.Query().Get("fqdn"))), ".")
+	fqdn := dnsname.Canonical(r.URL.Query().Get("fqdn"))
 	if fqdn == "" {
 		writeValidation(w, []FieldError{{"fqdn", "required", "This field is required."}})
 		return

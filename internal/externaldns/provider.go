@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/polycrate/polycrate-operator/internal/dnsname"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
 
@@ -92,24 +93,11 @@ func (p *Provider) filter() []string {
 	}
 	var out []string
 	for _, d := range p.Filter() {
-		if d = normalize(d); d != "" {
+		if d = dnsname.Canonical(d); d != "" {
 			out = append(out, d)
 		}
 	}
 	return out
-}
-
-// inFilter: the name is one of the filter's domains or under one.
-func inFilter(filter []string, name string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, d := range filter {
-		if name == d || strings.HasSuffix(name, "."+d) {
-			return true
-		}
-	}
-	return false
 }
 
 // isChallenge: the name is a DNS01 challenge name (_acme-challenge.<domain>).
@@ -156,71 +144,22 @@ func (p *Provider) DomainFilter(ctx context.Context) (DomainFilter, error) {
 	}
 	f := DomainFilter{}
 	for _, z := range zones {
-		f.Include = append(f.Include, strings.TrimSuffix(strings.ToLower(z.Name), "."))
+		f.Include = append(f.Include, dnsname.Canonical(z.Name))
 	}
 	sort.Strings(f.Include)
 	f.Include = slices.Compact(f.Include)
 	return f, nil
 }
 
-// zoneFor picks the zone of a name as the API's resolve does: the longest
-// matching internal zone, else the longest external zone with primary_zone.
+// zoneFor picks the zone of a name as the API's resolve does (dnsname.Best).
 func zoneFor(zones []polycrate.DNSZone, fqdn string) *polycrate.DNSZone {
-	var best *polycrate.DNSZone
-	score := func(z *polycrate.DNSZone) (int, int) {
-		if z.Kind == "internal" {
-			return 1, len(z.Name)
-		}
-		return 0, len(z.Name)
+	z, ok := dnsname.Best(fqdn, zones, func(z polycrate.DNSZone) dnsname.Zone {
+		return dnsname.Zone{Name: z.Name, Internal: z.Kind == "internal", Primary: z.PrimaryZone}
+	})
+	if !ok {
+		return nil
 	}
-	for i := range zones {
-		z := &zones[i]
-		name := strings.TrimSuffix(strings.ToLower(z.Name), ".")
-		if fqdn != name && !strings.HasSuffix(fqdn, "."+name) {
-			continue
-		}
-		if z.Kind == "external" && !z.PrimaryZone {
-			continue
-		}
-		if best == nil {
-			best = z
-			continue
-		}
-		bk, bl := score(best)
-		zk, zl := score(z)
-		if zk > bk || (zk == bk && zl > bl) {
-			best = z
-		}
-	}
-	return best
-}
-
-// relative is a name relative to its zone ("@" for the apex).
-func relative(fqdn, zone string) string {
-	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
-	name := strings.TrimSuffix(strings.TrimSuffix(fqdn, zone), ".")
-	if name == "" {
-		return "@"
-	}
-	return name
-}
-
-// absolute is a record's name as a full name (names already ending with the
-// zone are taken as they are).
-func absolute(name, zone string) string {
-	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
-	name = strings.TrimSuffix(strings.ToLower(name), ".")
-	switch {
-	case name == "" || name == "@":
-		return zone
-	case name == zone || strings.HasSuffix(name, "."+zone):
-		return name
-	}
-	return name + "." + zone
-}
-
-func normalize(name string) string {
-	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+	return &z
 }
 
 // record is one API record, in external-dns's terms.
@@ -248,7 +187,7 @@ func (p *Provider) records(ctx context.Context, c *polycrate.Client, zones []pol
 				continue
 			}
 			label, _ := r.Labels[WriterLabel].(string)
-			out = append(out, record{id: r.ID, zone: z, name: absolute(r.Name, z.Name), typ: r.Type,
+			out = append(out, record{id: r.ID, zone: z, name: dnsname.Absolute(r.Name, z.Name), typ: r.Type,
 				target: targetOf(r.Type, r.Content, r.Priority), ttl: r.TTL, own: label == WriterExternalDNS})
 		}
 	}
@@ -336,7 +275,7 @@ func (p *Provider) Records(ctx context.Context) ([]*Endpoint, error) {
 	byKey := map[[2]string]*Endpoint{}
 	var out []*Endpoint
 	for _, r := range recs {
-		if !inFilter(filter, r.name) {
+		if !dnsname.InAny(r.name, filter) {
 			continue // not served: external-dns never sees, so never plans for, names outside the filter
 		}
 		k := [2]string{r.name, r.typ}
@@ -362,7 +301,7 @@ func (p *Provider) Records(ctx context.Context) ([]*Endpoint, error) {
 // external-dns's plan sees no difference where there is none.
 func (p *Provider) AdjustEndpoints(eps []*Endpoint) []*Endpoint {
 	for _, ep := range eps {
-		ep.DNSName = normalize(ep.DNSName)
+		ep.DNSName = dnsname.Canonical(ep.DNSName)
 		sort.Strings(ep.Targets)
 	}
 	return eps
@@ -450,7 +389,7 @@ type planner struct {
 // plan adds the writes of one endpoint's targets (created, or deleted), or
 // refuses the whole change set.
 func (pl *planner) plan(ep *Endpoint, targets []string, create bool) error {
-	name := normalize(ep.DNSName)
+	name := dnsname.Canonical(ep.DNSName)
 	zone, err := pl.check(ep, name, create && len(targets) > 0)
 	if err != nil {
 		return err
@@ -468,7 +407,7 @@ func (pl *planner) plan(ep *Endpoint, targets []string, create bool) error {
 		}
 		switch {
 		case create && !exists:
-			req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: relative(name, zone.Name), Type: ep.RecordType, Content: content,
+			req := &polycrate.DNSRecordRequest{DNSZoneID: zone.ID, Name: dnsname.Relative(name, zone.Name), Type: ep.RecordType, Content: content,
 				Priority: prio, TTL: int(ep.RecordTTL), CreatedByComponent: "operator",
 				Common: polycrate.Common{Labels: map[string]string{WriterLabel: WriterExternalDNS}}}
 			pl.writes = append(pl.writes, write{create: req, what: "creating " + ep.RecordType + " " + name + " " + t})
@@ -494,7 +433,7 @@ func (pl *planner) check(ep *Endpoint, name string, writing bool) (*polycrate.DN
 	switch {
 	case isChallenge(name):
 		return nil, refused(ep.RecordType+" "+name, "names under _acme-challenge are the DNS01 solver's challenges, never external-dns's")
-	case !inFilter(pl.filter, name):
+	case !dnsname.InAny(name, pl.filter):
 		return nil, refused(ep.RecordType+" "+name, "it is outside external_dns_webhook.domain_filter ("+strings.Join(pl.filter, ", ")+")")
 	}
 	zone := zoneFor(pl.zones, name)

@@ -314,7 +314,7 @@ func TestServedLive(t *testing.T) {
 	}
 	port := freePort(t)
 	set(nil, port) // the default: on
-	srv := &externaldns.Server{Config: store, Conn: conn, Log: testr.New(t)}
+	srv := externaldns.NewServer(&externaldns.Server{Config: store, Conn: conn, Log: testr.New(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = srv.Start(ctx); close(done) }()

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -167,45 +166,35 @@ func statusOf(err error) int {
 }
 
 // Server serves the provider on external_dns_webhook.port while
-// external_dns_webhook.enabled (default true), live (controller.LiveServer).
+// external_dns_webhook.enabled (default true), live (controller.LiveServer,
+// embedded: Start and NeedLeaderElection — every replica serves behind the
+// Service, each with its own API connection, operatorconfig.Replica).
 type Server struct {
 	Config *liveconfig.Store
 	Conn   *polycrate.Connection
 	Log    logr.Logger
 
-	once sync.Once
-	live *controller.LiveServer[int]
+	controller.LiveServer[int]
 }
 
-func (s *Server) init() {
-	s.once.Do(func() {
-		s.live = &controller.LiveServer[int]{Name: "the external-dns webhook provider", Config: s.Config, Log: s.Log,
-			Want: func(snap *liveconfig.Snapshot) (int, bool) {
-				w := snap.Spec.ExternalDNSWebhook
-				port := int(w.Port)
-				if port == 0 {
-					port = 8888
-				}
-				return port, liveconfig.Enabled(w.Enabled)
-			},
-			Serve: s.serve}
-	})
-}
-
-// NeedLeaderElection: every replica serves behind the Service; each holds the
-// API connection (operatorconfig.Replica).
-func (s *Server) NeedLeaderElection() bool { return false }
-
-// Start follows the configuration until ctx ends.
-func (s *Server) Start(ctx context.Context) error {
-	s.init()
-	return s.live.Start(ctx)
+// NewServer returns s ready to run.
+func NewServer(s *Server) *Server {
+	s.LiveServer = controller.LiveServer[int]{Name: "the external-dns webhook provider", Config: s.Config, Log: s.Log,
+		Want: func(snap *liveconfig.Snapshot) (int, bool) {
+			w := snap.Spec.ExternalDNSWebhook
+			port := int(w.Port)
+			if port == 0 {
+				port = 8888
+			}
+			return port, liveconfig.Enabled(w.Enabled)
+		},
+		Serve: s.serve}
+	return s
 }
 
 // Running is the port being served, 0 when none.
 func (s *Server) Running() int {
-	s.init()
-	port, _ := s.live.Running()
+	port, _ := s.LiveServer.Running()
 	return port
 }
 
@@ -222,14 +211,5 @@ func (s *Server) serve(ctx context.Context, port int) error {
 	}}
 	srv := &http.Server{Handler: Handler(provider, s.Log), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * requestTimeout}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return controller.ServeHTTP(ctx, srv, l, false)
 }

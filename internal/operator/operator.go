@@ -285,11 +285,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if certDir == "" {
 		certDir = "/tls"
 	}
-	op.DNS01 = &dns01.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir}
+	op.DNS01 = dns01.NewServer(&dns01.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir})
 	if err := mgr.Add(op.DNS01); err != nil {
 		return nil, err
 	}
-	op.ExternalDNS = &externaldns.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("external-dns")}
+	op.ExternalDNS = externaldns.NewServer(&externaldns.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("external-dns")})
 	if err := mgr.Add(op.ExternalDNS); err != nil {
 		return nil, err
 	}
