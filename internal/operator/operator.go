@@ -143,32 +143,82 @@ type Operator struct {
 	Preflight *preflight.Runner
 }
 
-// Setup adds everything to the manager.
+// Setup adds everything to the manager: the steps below in order, each a
+// part of the operator with what it needs from the parts before it (builder).
 func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
-	reg := ctrlmetrics.Registry
-	apiMetrics, err := polycrate.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	healthMetrics, err := agent.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	op := &Operator{
+	b := &builder{mgr: mgr, o: o, op: &Operator{
 		Config: &liveconfig.Store{},
 		Health: agent.NewState(),
 		Errors: &agent.ErrorReporter{Interval: o.ErrorReportInterval},
+	}}
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"the API connection and the health report", b.connection},
+		{"each replica's own configuration for the webhooks", b.replica},
+		{"the compact Pod and Secret stores", b.stores},
+		{"the components", b.components},
+		{"the controllers", b.controllers},
+		{"the synced kinds", b.syncs},
+		{"the start-up check for an OperatorConfig", b.startNotice},
+	} {
+		if err := step.run(); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", step.name, err)
+		}
 	}
-	// Any answer of the API while the health report is failing asks for an early
-	// report: APIConnected follows a recovery within seconds, not after the
-	// report's backoff.
+	return b.op, nil
+}
+
+// builder carries what one step of Setup makes for the later ones.
+type builder struct {
+	mgr ctrl.Manager
+	o   Options
+	op  *Operator
+
+	apiMetrics *polycrate.Metrics
+	breaker    *polycrate.Breaker
+	// secrets caches the Secrets of the operator's own namespace only (the token
+	// Secret lives there), never cluster-wide.
+	secrets cache.Cache
+	d       controller.Deps
+	// ingress and route inspect the two kinds of discovery sources.
+	ingress endpoints.IngressInspector
+	route   endpoints.HTTPRouteInspector
+	apps    *k8sapps.Reconciler
+}
+
+// add adds runnables to the manager.
+func (b *builder) add(rs ...manager.Runnable) error {
+	for _, r := range rs {
+		if err := b.mgr.Add(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connection: the API connection with its one circuit breaker, the health
+// reporter, and the memory releaser.
+func (b *builder) connection() error {
+	mgr, o, op := b.mgr, b.o, b.op
+	var err error
+	if b.apiMetrics, err = polycrate.NewMetrics(ctrlmetrics.Registry); err != nil {
+		return err
+	}
+	healthMetrics, err := agent.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
 	// One circuit breaker for every request to the API, of this replica's
 	// controllers, health report, monitoring and webhooks alike; the client does
 	// not retry on its own (MaxRetries -1): each caller's loop does — the work
 	// queue's backoff, the report's interval — so retries never stack
-	// (docs/reliability.md).
-	breaker := polycrate.NewBreaker(polycrate.BreakerOptions{Metrics: apiMetrics, Log: mgr.GetLogger().WithName("api-circuit")})
-	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1, Fence: o.Fence,
+	// (docs/reliability.md). Any answer of the API while the health report is
+	// failing asks for an early report: APIConnected follows a recovery within
+	// seconds, not after the report's backoff.
+	b.breaker = polycrate.NewBreaker(polycrate.BreakerOptions{Metrics: b.apiMetrics, Log: mgr.GetLogger().WithName("api-circuit")})
+	op.Conn = polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: b.apiMetrics, Breaker: b.breaker, MaxRetries: -1, Fence: o.Fence,
 		OnAnswer: func(resource string, serving bool) {
 			if serving && resource != polycrate.ResourceHealth && op.Reporter != nil {
 				op.Reporter.ReportSoon()
@@ -177,101 +227,83 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	op.Reporter = &agent.Reporter{Conn: op.Conn, Config: op.Config, State: op.Health, Metrics: healthMetrics,
 		Identity: agent.ClusterIdentity(mgr.GetAPIReader(), o.Namespace), Version: o.Version,
 		Log: mgr.GetLogger().WithName("agent"), Errors: op.Errors}
-	if err := mgr.Add(op.Reporter); err != nil {
-		return nil, err
-	}
-
 	// At rest, the heap the collector freed goes back to the OS (kube.MemoryReleaser).
-	if err := mgr.Add(&kube.MemoryReleaser{Log: mgr.GetLogger().WithName("memory")}); err != nil {
-		return nil, err
-	}
+	return b.add(op.Reporter, &kube.MemoryReleaser{Log: mgr.GetLogger().WithName("memory")})
+}
 
-	// Secrets are cached for the operator's own namespace only (the token Secret
-	// lives there), never cluster-wide.
-	secrets, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+// replica: the operator namespace's Secret cache and, for the DNS webhooks that
+// run on every replica behind their Services, each replica's own configuration
+// and API connection; the breaker's probe and the early report on its closing.
+func (b *builder) replica() error {
+	mgr, o, op := b.mgr, b.o, b.op
+	var err error
+	b.secrets, err = cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Every replica starts it: followers read the token from it too (operatorconfig.Follower).
-	if err := mgr.Add(everyReplica{secrets}); err != nil {
-		return nil, err
-	}
-	// The DNS webhooks run on every replica behind their Services: each replica
-	// keeps a configuration and an API connection of its own for them.
-	op.Servers = &operatorconfig.Replica{Reader: mgr.GetCache(), Secrets: secrets, Config: &liveconfig.Store{},
-		Conn: polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: apiMetrics, Breaker: breaker, MaxRetries: -1}), Namespace: o.Namespace,
+	op.Servers = &operatorconfig.Replica{Reader: mgr.GetCache(), Secrets: b.secrets, Config: &liveconfig.Store{},
+		Conn: polycrate.NewConnection(polycrate.Options{UserAgent: o.UserAgent, Metrics: b.apiMetrics, Breaker: b.breaker, MaxRetries: -1}), Namespace: o.Namespace,
 		Log: mgr.GetLogger().WithName("operatorconfig")}
-	if err := mgr.Add(op.Servers); err != nil {
-		return nil, err
+	// Every replica starts the Secret cache: followers read the token from it
+	// too (operatorconfig.Follower). While the breaker is open and every caller
+	// is parked, a probe of its own notices the recovery (every replica: the
+	// webhooks use the breaker too); its closing asks the leader for a health
+	// report at once, so APIConnected follows within seconds.
+	if err := b.add(everyReplica{b.secrets}, op.Servers, prober{breaker: b.breaker, conns: []*polycrate.Connection{op.Servers.Conn, op.Conn}}); err != nil {
+		return err
 	}
-	// While the breaker is open and every caller is parked, a probe of its own
-	// notices the recovery (every replica: the webhooks use the breaker too); its
-	// closing asks the leader for a health report at once, so APIConnected
-	// follows within seconds.
-	if err := mgr.Add(prober{breaker: breaker, conns: []*polycrate.Connection{op.Servers.Conn, op.Conn}}); err != nil {
-		return nil, err
-	}
-	if err := controller.OnSignal(mgr, breaker.Subscribe(), func(context.Context) {
-		if !breaker.State().Open {
+	return controller.OnSignal(mgr, b.breaker.Subscribe(), func(context.Context) {
+		if !b.breaker.State().Open {
 			op.Reporter.ReportNow()
 		}
-	}); err != nil {
-		return nil, err
-	}
-	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
-	tokenSecret := predicate.NewTypedPredicateFuncs(func(s *corev1.Secret) bool {
-		name := "polycrate-api-creds"
-		if snap := op.Config.Get(); snap != nil {
-			name = snap.Spec.APISync.CredentialsRef.SecretName
-		}
-		return s.Name == name
 	})
-	secretSource := source.Kind(secrets, &corev1.Secret{},
-		handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *corev1.Secret) []reconcile.Request { return []reconcile.Request{singleton} }),
-		tokenSecret)
+}
 
-	kubeVersion := ""
-	if dc, err := k8sdiscovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
-		if v, err := dc.ServerVersion(); err == nil {
-			kubeVersion = v.GitVersion
-		}
-	}
-	// Pods and Secrets are watched cluster-wide into compact stores of their own,
-	// never into the manager's cache: counted Pods as what K8sApp status needs,
-	// meta-Secrets and S3Bucket credentials Secrets by metadata, and nothing at all
-	// of every other Pod and Secret (docs/performance.md).
+// stores: Pods and Secrets are watched cluster-wide into compact stores of
+// their own, never into the manager's cache: counted Pods as what K8sApp
+// status needs, meta-Secrets and S3Bucket credentials Secrets by metadata, and
+// nothing at all of every other Pod and Secret (docs/performance.md).
+func (b *builder) stores() error {
+	mgr, o, op := b.mgr, b.o, b.op
+	var err error
 	if op.Pods, err = k8sapps.NewPodStore(mgr.GetConfig()); err != nil {
-		return nil, err
+		return err
 	}
 	op.Secrets, err = slimcache.NewMetadataStore(mgr.GetConfig(), corev1.SchemeGroupVersion.WithResource("secrets"), "secrets",
 		func(m *metav1.PartialObjectMetadata) bool {
 			return metasecret.IsMetaSecret(m.Name) || s3bucket.OwnsSecret(m)
 		}, o.SecretNamespaces...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for name, s := range map[string]interface {
 		manager.Runnable
 		WaitForSync(context.Context) error
 	}{"pods": op.Pods, "secrets": op.Secrets} {
 		if err := mgr.Add(s); err != nil {
-			return nil, err
+			return err
 		}
 		if err := mgr.AddReadyzCheck(name+"-synced", storeSynced(s.WaitForSync)); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	// The controllers, each built from the shared Deps plus what is its own.
-	d := controller.NewDeps(mgr, op.Config, op.Conn, o.MaxConcurrentReconciles)
-	ingress, route := endpoints.IngressInspector{}, endpoints.HTTPRouteInspector{}
+// components: the parts that are not controllers of one kind — the CRD gate,
+// the monitoring agent, the DNS webhooks, the preflight runner, the cloud
+// controller — and the discovery parts the controllers share.
+func (b *builder) components() error {
+	mgr, o, op := b.mgr, b.o, b.op
+	b.d = controller.NewDeps(mgr, op.Config, op.Conn, o.MaxConcurrentReconciles)
+	d := b.d
 	op.Gate = &crdgate.Gate{Mgr: mgr, Log: d.Log.WithName("crd-gate")}
 	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Gate: op.Gate,
-		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: route, Others: []endpoints.Inspector{ingress}, Reader: mgr.GetAPIReader()}}
-	apps := &k8sapps.Reconciler{Deps: d.Named("discovery-k8sapp"), Reader: mgr.GetAPIReader(), HTTPRoutes: op.HTTPRoutes.Started,
+		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: b.route, Others: []endpoints.Inspector{b.ingress}, Reader: mgr.GetAPIReader()}}
+	b.apps = &k8sapps.Reconciler{Deps: d.Named("discovery-k8sapp"), Reader: mgr.GetAPIReader(), HTTPRoutes: op.HTTPRoutes.Started,
 		Pods: op.Pods, Secrets: op.Secrets}
-	op.Apps = &k8sapps.Discovery{R: apps}
+	op.Apps = &k8sapps.Discovery{R: b.apps}
 	op.HTTPRoutes.Also = append(op.HTTPRoutes.Also, op.Apps.WatchHTTPRoutes)
 	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync,
 		SecretNamespaces: o.SecretNamespaces}
@@ -281,23 +313,15 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if o.CheckDNSServer != "" {
 		op.Monitor.Prober.Resolver = probe.ResolverVia(o.CheckDNSServer)
 	}
+	op.Reporter.Checks = op.Monitor
 	certDir := o.DNS01CertDir
 	if certDir == "" {
 		certDir = "/tls"
 	}
 	op.DNS01 = dns01.NewServer(&dns01.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("dns01"), Kubeconfig: o.Kubeconfig, CertDir: certDir})
-	if err := mgr.Add(op.DNS01); err != nil {
-		return nil, err
-	}
 	op.ExternalDNS = externaldns.NewServer(&externaldns.Server{Config: op.Servers.Config, Conn: op.Servers.Conn, Log: d.Log.WithName("external-dns")})
-	if err := mgr.Add(op.ExternalDNS); err != nil {
-		return nil, err
-	}
-	op.Reporter.Checks = op.Monitor
-	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Namespace: o.Namespace, SecretNamespaces: o.SecretNamespaces, Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
-	if err := mgr.Add(op.Preflight); err != nil {
-		return nil, err
-	}
+	op.Preflight = &preflight.Runner{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Namespace: o.Namespace, SecretNamespaces: o.SecretNamespaces,
+		Live: op.Config, Interval: o.PreflightInterval, Delay: o.PreflightDelay, Log: d.Log.WithName("preflight")}
 	// The cloud controller: k8s.io/cloud-provider's own controllers with the
 	// operator's Provider (internal/cloud); they log through klog, which logs
 	// through the manager's logger. klog's logger is the process's: set once
@@ -306,26 +330,41 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	klogOnce.Do(func() { klog.SetLogger(mgr.GetLogger().WithName("cloud-provider")) })
 	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	op.Cloud = &cloud.Provider{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Kube: kube, Config: op.Config, Conn: op.Conn,
 		Namespace: o.Namespace, Recorder: d.Recorder, Log: d.Log.WithName("cloud")}
 	op.CloudControllers = &cloud.Controllers{Provider: op.Cloud, Kube: kube, Cache: mgr.GetCache(), Config: op.Config, Log: d.Log.WithName("cloud")}
-	if err := mgr.Add(op.CloudControllers); err != nil {
-		return nil, err
-	}
+	return b.add(op.DNS01, op.ExternalDNS, op.Preflight, op.CloudControllers)
+}
+
+// controllers: every controller of one kind, as one list.
+func (b *builder) controllers() error {
+	mgr, o, op, d := b.mgr, b.o, b.op, b.d
+	singleton := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}}
+	tokenSecret := predicate.NewTypedPredicateFuncs(func(s *corev1.Secret) bool {
+		name := "polycrate-api-creds"
+		if snap := op.Config.Get(); snap != nil {
+			name = snap.Spec.APISync.CredentialsRef.SecretName
+		}
+		return s.Name == name
+	})
+	secretSource := source.Kind(b.secrets, &corev1.Secret{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *corev1.Secret) []reconcile.Request { return []reconcile.Request{singleton} }),
+		tokenSecret)
+	type setup = interface{ SetupWithManager(manager.Manager) error }
 	controllers := []struct {
 		name string
-		c    interface{ SetupWithManager(manager.Manager) error }
+		c    setup
 	}{
-		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, Secrets: secrets, SecretSource: secretSource,
-			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion,
+		{"the OperatorConfig controller", &operatorconfig.Reconciler{Deps: d, Secrets: b.secrets, SecretSource: secretSource,
+			Namespace: o.Namespace, Health: op.Health, Reporter: op.Reporter, Version: o.Version, KubernetesVersion: kubeVersion(mgr),
 			Errors: op.Errors, SetLogLevel: o.SetLogLevel, CRDs: crdRetrier(mgr, o), Preflight: op.Preflight}},
-		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: secrets, Namespace: o.Namespace,
-			SecretSource: source.Kind(secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
+		{"the K8sCluster controller", &k8scluster.Reconciler{Deps: d, Secrets: b.secrets, Namespace: o.Namespace,
+			SecretSource: source.Kind(b.secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
 		{"Ingress discovery", endpoints.IngressDiscovery{SourceReconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"),
-			Inspector: ingress, Others: []endpoints.Inspector{route}, Reader: mgr.GetAPIReader()}}},
+			Inspector: b.ingress, Others: []endpoints.Inspector{b.route}, Reader: mgr.GetAPIReader()}}},
 		{"HTTPRoute discovery", op.HTTPRoutes},
 		{"the stale sweep", op.Sweep},
 		// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs.
@@ -339,35 +378,61 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	for _, name := range slices.Sorted(maps.Keys(op.Inventory)) {
 		controllers = append(controllers, struct {
 			name string
-			c    interface{ SetupWithManager(manager.Manager) error }
+			c    setup
 		}{name + " discovery", op.Inventory[name]})
 	}
 	for _, c := range controllers {
 		if err := c.c.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up %s: %w", c.name, err)
+			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
-	// Every registered kind's CRs → the API.
+	return nil
+}
+
+// kubeVersion is the cluster's version for the local cluster record ("" when
+// it cannot be read).
+func kubeVersion(mgr ctrl.Manager) string {
+	dc, err := k8sdiscovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return ""
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return ""
+	}
+	return v.GitVersion
+}
+
+// syncs: every registered kind's CRs → the API; then the CRD gate starts.
+func (b *builder) syncs() error {
+	mgr, op := b.mgr, b.op
 	op.Syncs = map[string]apisync.Syncer{}
-	syncOpts := apisync.Options{Deps: d.Named("sync"), Verify: o.RepairInterval}
-	kinds := apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: apps.PodDetails})
+	syncOpts := apisync.Options{Deps: b.d.Named("sync"), Verify: b.o.RepairInterval}
+	kinds := apisync.Kinds(apisync.Deps{Reader: mgr.GetClient(), PodDetails: b.apps.PodDetails})
 	for _, k := range kinds {
+		var err error
 		if op.Syncs[k.CRKind()], err = k.Setup(mgr, syncOpts); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	apisync.CountPhases(mgr.GetCache(), kinds)
 	op.Reporter.Problems = apisync.Failing
 	if err := op.Gate.Setup(); err != nil {
-		return nil, fmt.Errorf("setting up the CRD gate: %w", err)
+		return fmt.Errorf("the CRD gate: %w", err)
 	}
+	return nil
+}
 
-	// Say once at start when there is no OperatorConfig: the operator then discovers nothing.
-	apiReader := mgr.GetAPIReader()
-	log := mgr.GetLogger().WithName("operatorconfig")
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+// startNotice says once at start when there is no OperatorConfig: the operator
+// then discovers nothing.
+func (b *builder) startNotice() error {
+	o, op := b.o, b.op
+	apiReader := b.mgr.GetAPIReader()
+	log := b.mgr.GetLogger().WithName("operatorconfig")
+	key := types.NamespacedName{Namespace: o.Namespace, Name: v1.DefaultOperatorConfigName}
+	return b.add(manager.RunnableFunc(func(ctx context.Context) error {
 		oc := &v1.OperatorConfig{}
-		err := apiReader.Get(ctx, singleton.NamespacedName, oc)
+		err := apiReader.Get(ctx, key, oc)
 		switch {
 		case apierrors.IsNotFound(err):
 			log.Info("no OperatorConfig: the operator discovers nothing until one exists", "namespace", o.Namespace, "name", v1.DefaultOperatorConfigName)
@@ -376,10 +441,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 			log.Error(err, "cannot read the OperatorConfig", "namespace", o.Namespace)
 		}
 		return nil
-	})); err != nil {
-		return nil, err
-	}
-	return op, nil
+	}))
 }
 
 // prober runs the breaker's probe with whichever connection has a client.
