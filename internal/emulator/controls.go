@@ -153,6 +153,18 @@ func (s *Server) Collisions() []Collision {
 	return append([]Collision{}, s.collisions...)
 }
 
+// RemoveWhere removes a resource's objects whose data match, deleted or not,
+// and returns how many (in-process tests: a clean slate between scenarios).
+func (s *Server) RemoveWhere(resource string, match func(data map[string]any) bool) int {
+	n := 0
+	for _, o := range s.store.List(resource) {
+		if match(o.Data) && s.store.Remove(resource, o.ID) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Live counts a resource's objects that are not deleted (in-process tests and the
 // scale harness).
 func (s *Server) Live(resource string) int {

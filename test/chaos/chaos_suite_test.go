@@ -23,6 +23,7 @@ var (
 	flagOut     = flag.String("chaos.out", "", "write the results table (Markdown) to this file")
 	flagSoak    = flag.Duration("chaos.soak", 3*time.Minute, "how long the soak runs (make soak: 30m); its fault cadence and bounds scale with it (soak_test.go)")
 	flagSoakOut = flag.String("chaos.soak-out", "", "write the soak's samples (CSV) and plot (SVG) into this directory (default: a temporary one)")
+	flagLogs    = flag.String("chaos.logs", "", "keep the operator binary and each process's log in this directory (default: a temporary one, removed)")
 )
 
 // sizes of one run.

@@ -23,6 +23,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,8 @@ import (
 const (
 	opNS   = "polycrate"
 	workNS = "chaos"
+	// soakNS holds the soak's monitored Endpoint CRs.
+	soakNS = "soak-monitored"
 	domain = ".chaos.example.com"
 )
 
@@ -81,7 +84,11 @@ type proc struct {
 
 var _ = BeforeSuite(func() {
 	sz = runSizes()
-	dir = GinkgoT().TempDir()
+	dir = *flagLogs
+	if dir == "" {
+		dir = GinkgoT().TempDir()
+	}
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 	bin = filepath.Join(dir, "polycrate-operator")
 	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", bin, "./cmd/polycrate-operator")
 	build.Dir = testutil.RepoRoot()
@@ -372,6 +379,53 @@ func scan() scanResult {
 	return res
 }
 
+// clearWork gives a group of scenarios a clean slate while no operator runs:
+// no Ingress of the scenarios and no Endpoint CR of the soak in the cluster
+// (their finalizers dropped: no operator is there to release them), none of
+// their endpoints in the API, and monitoring off. Each group measures its own
+// yardstick, a fresh convergence, which must neither count nor resync what
+// another group (in Ginkgo's random order) left behind.
+func clearWork() {
+	drop := func(o client.Object) {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, o))).To(Succeed())
+		if len(o.GetFinalizers()) > 0 {
+			Expect(client.IgnoreNotFound(k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+		}
+	}
+	ings := &networkingv1.IngressList{}
+	Expect(k8s.List(ctx, ings, client.InNamespace(workNS))).To(Succeed())
+	for i := range ings.Items {
+		drop(&ings.Items[i])
+	}
+	eps := &v1.EndpointList{}
+	Expect(k8s.List(ctx, eps, client.InNamespace(soakNS))).To(Succeed())
+	for i := range eps.Items {
+		drop(&eps.Items[i])
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.List(ctx, ings, client.InNamespace(workNS))).To(Succeed())
+		g.Expect(ings.Items).To(BeEmpty())
+		g.Expect(k8s.List(ctx, eps, client.InNamespace(soakNS))).To(Succeed())
+		g.Expect(eps.Items).To(BeEmpty())
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	api.RemoveWhere("endpoints", func(d map[string]any) bool {
+		addr, _ := d["remote_address"].(string)
+		return strings.HasSuffix(addr, domain) || strings.HasPrefix(addr, "127.")
+	})
+	Eventually(func() error {
+		oc := &v1.OperatorConfig{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc); err != nil {
+			return err
+		}
+		if !ptr.Deref(oc.Spec.EndpointMonitoring.Enabled, true) {
+			return nil
+		}
+		oc.Spec.EndpointMonitoring.Enabled = ptr.To(false)
+		return k8s.Update(ctx, oc)
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	collisionsSeen = len(api.Collisions())
+}
+
 // converge waits until the API matches the cluster and returns how long it took
 // from `from`, and the scan. A duplicate never resolves: it fails at once.
 func converge(from time.Time) (time.Duration, scanResult) {
@@ -411,6 +465,7 @@ var _ = Describe("the operator under faults", Ordered, func() {
 	var op *proc
 	var fresh time.Duration
 
+	BeforeAll(clearWork)
 	AfterAll(func() {
 		if op != nil {
 			op.stop()

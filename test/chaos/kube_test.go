@@ -31,6 +31,7 @@ var _ = Describe("the operator under Kubernetes faults", Ordered, func() {
 	)
 
 	BeforeAll(func() {
+		clearWork()
 		var err error
 		kp, err = kubeproxy.New(restCfg)
 		Expect(err).NotTo(HaveOccurred())

@@ -146,6 +146,58 @@ func (r *replica) saveGoroutines(dir string, at time.Duration) {
 	_ = os.WriteFile(filepath.Join(dir, "goroutines-"+r.name+"-last.txt"), b, 0o644)
 }
 
+// grownStacks names the goroutine stacks (by their two innermost functions
+// outside the runtime)
+// whose count grew most between two samples of one replica, from the profiles
+// saveGoroutines kept: a failing trend says what rose, in CI's output too.
+func grownStacks(dir string, from, to soakSample) string {
+	count := func(s soakSample) map[string]int {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("goroutines-%s-%04d.txt", s.proc, int(s.at.Seconds()))))
+		if err != nil {
+			return nil
+		}
+		out := map[string]int{}
+		for _, block := range strings.Split(string(b), "\n\n") {
+			lines := strings.Split(strings.TrimSpace(block), "\n")
+			n, err := strconv.Atoi(strings.Fields(lines[0] + " x")[0])
+			if err != nil {
+				continue
+			}
+			var fns []string
+			for _, l := range lines[1:] {
+				if f := strings.Fields(l); len(f) >= 3 && f[0] == "#" && len(fns) < 2 {
+					fn, _, _ := strings.Cut(f[2], "+0x")
+					if !strings.HasPrefix(fn, "runtime.") && !strings.HasPrefix(fn, "internal/") && !strings.HasPrefix(fn, "sync.") {
+						fns = append(fns, fn)
+					}
+				}
+			}
+			out[strings.Join(fns, " < ")] += n
+		}
+		return out
+	}
+	a, b := count(from), count(to)
+	if b == nil {
+		return "no profiles"
+	}
+	type grown struct {
+		stack string
+		by    int
+	}
+	var gs []grown
+	for k, n := range b {
+		if n > a[k] {
+			gs = append(gs, grown{k, n - a[k]})
+		}
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].by > gs[j].by })
+	var parts []string
+	for _, g := range gs[:min(5, len(gs))] {
+		parts = append(parts, fmt.Sprintf("+%d %s", g.by, g.stack))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // slope is the least-squares slope of ys over xs.
 func slope(xs, ys []float64) float64 {
 	n := float64(len(xs))
@@ -164,6 +216,8 @@ func slope(xs, ys []float64) float64 {
 }
 
 var _ = Describe("the soak", Ordered, func() {
+	BeforeAll(clearWork)
+
 	It("runs without an upward trend in memory, goroutines or descriptors, and loses nothing", func() {
 		d := *flagSoak
 		plan := soakPlanFor(d)
@@ -185,7 +239,7 @@ var _ = Describe("the soak", Ordered, func() {
 		target.Start()
 		defer target.Close()
 		port := l.Addr().(*net.TCPAddr).Port
-		monNS := "soak-monitored"
+		monNS := soakNS
 		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monNS}}))).To(Succeed())
 		for i := range plan.monitored {
 			Expect(k8s.Create(ctx, &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: monNS, Name: fmt.Sprintf("target-%04d", i)},
@@ -367,8 +421,9 @@ var _ = Describe("the soak", Ordered, func() {
 			for j := range series {
 				v.slopes[j] = slope(xs, series[j])
 				if v.slopes[j] > bounds[j] {
-					failures = append(failures, fmt.Sprintf("%s: %s rises %.2f/min over the second half of its %d samples in that role (bound %.2f)",
-						proc, names[j], v.slopes[j], len(ss), bounds[j]))
+					failures = append(failures, fmt.Sprintf("%s: %s rises %.2f/min over the second half of its %d samples in that role (bound %.2f); stacks grown from %s to %s: %s",
+						proc, names[j], v.slopes[j], len(ss), bounds[j], half[0].at.Round(time.Second), half[len(half)-1].at.Round(time.Second),
+						grownStacks(out, half[0], half[len(half)-1])))
 				}
 			}
 			verdicts = append(verdicts, v)
