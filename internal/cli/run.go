@@ -137,6 +137,9 @@ Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
 			// (a paused leader that resumes after a takeover writes nothing).
 			fence := &manager.Fence{}
 			o.mgr.Fence = fence
+			// The informers' gate tells the controllers each return of the API server.
+			back := kube.NewRecovery()
+			o.mgr.KubeRecovery = back
 			mgr, err := manager.New(cfg, o.mgr)
 			if err != nil {
 				return fmt.Errorf("creating the manager: %w", err)
@@ -145,7 +148,7 @@ Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
 				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
 				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
 				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport,
-				SecretNamespaces: o.secretNamespaces, Fence: fence.Check, CheckDNSServer: o.checkDNSServer}); err != nil {
+				SecretNamespaces: o.secretNamespaces, Fence: fence.Check, CheckDNSServer: o.checkDNSServer, KubeRecovery: back}); err != nil {
 				return err
 			}
 			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,

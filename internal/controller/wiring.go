@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -72,6 +73,9 @@ type Deps struct {
 	Log       logr.Logger
 	// MaxConcurrent is --max-concurrent-reconciles.
 	MaxConcurrent int
+	// KubeBack tells of each return of the Kubernetes API server: the
+	// controllers' items backing off are retried then (wakequeue.go; nil: not).
+	KubeBack *kube.Recovery
 }
 
 // NewDeps builds the Deps from the manager (its client, one event source, its
@@ -113,8 +117,15 @@ func (d Deps) Events(action string) Events {
 	return Events{Recorder: d.Recorder, Action: action, Log: d.Log}
 }
 
-// Options are the controller options (rate limiter, concurrency).
-func (d Deps) Options() crcontroller.Options { return Options(d.MaxConcurrent) }
+// Options are the controller options (rate limiter, concurrency, and the queue
+// that retries at once on a return of the Kubernetes API server).
+func (d Deps) Options() crcontroller.Options {
+	o := Options(d.MaxConcurrent)
+	if d.KubeBack != nil {
+		o.NewQueue = newWakingQueue(d.KubeBack)
+	}
+	return o
+}
 
 // Waker enqueues objects from outside the watches: every object of a kind when
 // the configuration changes, the objects a periodic check found.

@@ -88,6 +88,10 @@ type Options struct {
 	// streaming list instead of a LIST decoded in one pass (endpointlist.go):
 	// for make perf-informer's comparison of the two.
 	StreamEndpointList bool
+	// KubeRecovery learns each time the Kubernetes API server answers again
+	// after it did not (the informers' gate, resilient.go); the controllers
+	// retry at once what failed for want of its answer (nil: nobody listens).
+	KubeRecovery *kube.Recovery
 }
 
 // NewScheme returns the scheme with every type the operator reads or writes.
@@ -159,7 +163,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			},
 			// The Endpoint informer lists with a LIST and watches, each
 			// decoded in one pass (endpointlist.go, endpointwatch.go).
-			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList),
+			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList, o.KubeRecovery.Back),
 		},
 		Metrics:                       metricsOptions(o, unfenced),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,

@@ -65,6 +65,9 @@ type apiGate struct {
 	log   logr.Logger
 	// life ends the prober (the manager's context, or never).
 	life context.Context
+	// back, if set, is told each time a probe round ends with the server ready
+	// (a round starts only when a request went unanswered): kube.Recovery.
+	back func()
 
 	mu    sync.Mutex
 	round chan struct{} // closed when the server answered; nil: no probing
@@ -118,6 +121,9 @@ func (g *apiGate) run(r chan struct{}) {
 			g.mu.Unlock()
 			if waited := time.Since(start); waited > 2*gateProbeMax {
 				g.log.Info("the Kubernetes API server answers again: informers resume", "waited", waited.Round(time.Millisecond).String())
+			}
+			if g.back != nil {
+				g.back()
 			}
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -160,12 +161,13 @@ func TestInformerRecoversWithinSecondsOfRepeatedRestarts(t *testing.T) {
 	for i := range 20 {
 		srv.change(watch.Added, fmt.Sprintf("cm-%02d", i))
 	}
+	var backs atomic.Int32 // what kube.Recovery hears
 	gate := &apiGate{probe: func(context.Context) error {
 		if srv.up() {
 			return nil
 		}
 		return errRefused
-	}}
+	}, back: func() { backs.Add(1) }}
 	r := &resilientLW{inner: srv.lw(), gate: gate, example: &corev1.ConfigMap{}}
 	inf := toolscache.NewSharedIndexInformer(r, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
 	r.store = inf.GetStore()
@@ -201,6 +203,9 @@ func TestInformerRecoversWithinSecondsOfRepeatedRestarts(t *testing.T) {
 	}
 	holds(want, 5*time.Second)
 	lists0, _ := srv.counts()
+	if n := backs.Load(); n != 0 {
+		t.Errorf("the gate said the server is back %d times before it was ever away", n)
+	}
 
 	var slowest time.Duration
 	for round := range 6 {
@@ -222,6 +227,10 @@ func TestInformerRecoversWithinSecondsOfRepeatedRestarts(t *testing.T) {
 	}
 	if slowest > 3*time.Second {
 		t.Errorf("the informer took %s after the server's return", slowest)
+	}
+	// Each return is told (to the controllers' queues: kube.Recovery).
+	if n := backs.Load(); n < 6 {
+		t.Errorf("the gate said the server is back %d times after 6 restarts", n)
 	}
 	lists, watches := srv.counts()
 	t.Logf("slowest recovery %s; %d lists (the resilient watch's own), %d watch calls", slowest, lists-lists0, watches)

@@ -90,6 +90,10 @@ type Options struct {
 	// CheckDNSServer resolves the host names of endpoint checks through this DNS
 	// server (host:port) instead of the host's resolver (run --check-dns-server).
 	CheckDNSServer string
+	// KubeRecovery tells of each return of the Kubernetes API server (the one
+	// given to the manager): the controllers retry then what failed for want
+	// of its answer, not after their back-off (nil: they back off).
+	KubeRecovery *kube.Recovery
 }
 
 var klogOnce sync.Once
@@ -297,6 +301,7 @@ func (b *builder) stores() error {
 func (b *builder) components() error {
 	mgr, o, op := b.mgr, b.o, b.op
 	b.d = controller.NewDeps(mgr, op.Config, op.Conn, o.MaxConcurrentReconciles)
+	b.d.KubeBack = o.KubeRecovery
 	d := b.d
 	op.Gate = &crdgate.Gate{Mgr: mgr, Log: d.Log.WithName("crd-gate")}
 	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Gate: op.Gate,

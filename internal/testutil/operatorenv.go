@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
+	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/manager"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
@@ -160,13 +161,14 @@ func (e *OperatorEnv) StartOperator() error {
 	if e.metricsAddr != "" {
 		metrics = e.metricsAddr
 	}
+	back := kube.NewRecovery()
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: metrics, MetricsSecure: e.metricsSecure, HealthProbeBindAddress: "0",
-		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true})
+		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true, KubeRecovery: back})
 	if err != nil {
 		return err
 	}
 	op, err := operator.Setup(mgr, operator.Options{Namespace: OperatorNamespace, Version: "0.0.1-test", RepairInterval: time.Hour,
-		S3Resync: e.s3Resync, SecretNamespaces: e.secretNamespaces})
+		S3Resync: e.s3Resync, SecretNamespaces: e.secretNamespaces, KubeRecovery: back})
 	if err != nil {
 		return err
 	}
