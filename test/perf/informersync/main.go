@@ -4,7 +4,7 @@
 // default, internal/manager/endpointlist.go), client-go's streaming list
 // (WatchListClient, client-go's default since Kubernetes 1.35: the initial
 // list comes as watch events, here decoded in one pass too), and client-go's
-// own LIST and decoder, in turn (docs/performance.md, "Restart until idle at
+// own LIST and decoder, in turn (docs/performance-log.md, "Restart until idle at
 // 20,000 Ingresses").
 //
 //	go run ./test/perf/informersync [-endpoints 40000] [-runs 3] [-cpuprofile DIR]
