@@ -161,13 +161,14 @@ perf-informer: envtest ## Measure the Endpoint informer's initial list at INFORM
 	go run ./test/perf/informersync -endpoints $(INFORMER_ENDPOINTS) $(INFORMER_ARGS)
 
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree.
+verify: manifests generate ## Regenerate and fail if generated files (CRDs, deepcopy, RBAC) or gofmt differ from the tree, or a function outside tests is over 80 lines.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@big="$$(git ls-files -z | xargs -0 -r du -b 2>/dev/null | awk '$$1 > 1048576 {print $$2}')"; \
 	  test -z "$$big" || { echo "tracked files over 1 MiB (build outputs do not belong in git):"; echo "$$big"; exit 1; }
 	@git diff --exit-code -- config api docs/api-contract.md || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- config api docs/api-contract.md)" || { git status --porcelain -- config api docs/api-contract.md; echo "untracked generated files: commit them"; exit 1; }
 	@cd test/promql && go mod tidy -diff >/dev/null || { echo "test/promql/go.mod is out of date (the operator's dependencies changed?): run 'cd test/promql && go mod tidy' and commit"; exit 1; }
+	@go run ./hack/funclen $$(git ls-files '*.go')
 
 ##@ Build
 
