@@ -165,6 +165,17 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "API RESOURCE\tNAME\tDETAILS")
 	add := func(resource, name, details string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", resource, name, details) }
+	for _, section := range []func(context.Context, *polycrate.Client, func(resource, name, details string)) error{
+		printEndpoints, printApps, printInventory, printServices} {
+		if err := section(ctx, api, add); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// printEndpoints: every endpoint with its app, state and the agent's last check.
+func printEndpoints(ctx context.Context, api *polycrate.Client, add func(resource, name, details string)) error {
 	eps, err := api.Endpoints().List(ctx, polycrate.Query())
 	if err != nil {
 		return err
@@ -201,6 +212,11 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 		}
 		add("endpoints", d.RemoteAddress, fmt.Sprintf("%s port %d, %s, state %s, %s", d.Kind, deref(d.RemotePort), appOf(d.K8sApp), orDash(string(d.State)), check))
 	}
+	return nil
+}
+
+// printApps: the Kubernetes apps.
+func printApps(ctx context.Context, api *polycrate.Client, add func(resource, name, details string)) error {
 	apps, err := api.K8sApps().List(ctx, polycrate.Query())
 	if err != nil {
 		return err
@@ -218,6 +234,11 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 		add("kubernetes/apps", d.Name, fmt.Sprintf("kind %s, source %s, pods %d/%d ready, installed %v, byoa %v, block linked %v",
 			d.Kind, orDash(src), d.PodsReady, d.PodsTotal, d.Installed, d.BYOA, d.Block != nil))
 	}
+	return nil
+}
+
+// printInventory: hosts, volumes, backups, backup schedules, certificates.
+func printInventory(ctx context.Context, api *polycrate.Client, add func(resource, name, details string)) error {
 	hosts, err := api.Hosts().List(ctx, polycrate.Query())
 	if err != nil {
 		return err
@@ -265,6 +286,11 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 	for _, ct := range certs {
 		add("certificates", ct.Name, fmt.Sprintf("%s/%s, %s", ct.Namespace, ct.Name, ct.CertificateStatus))
 	}
+	return nil
+}
+
+// printServices: load balancers and S3 buckets.
+func printServices(ctx context.Context, api *polycrate.Client, add func(resource, name, details string)) error {
 	lbs, err := api.LoadBalancers().List(ctx, polycrate.Query())
 	if err != nil {
 		return err
@@ -291,7 +317,7 @@ func printAPI(ctx context.Context, w io.Writer, api *polycrate.Client) error {
 		}
 		add("s3/buckets", d.Name, deref(d.S3Endpoint))
 	}
-	return tw.Flush()
+	return nil
 }
 
 func appOf(r *polycrate.Ref) string {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -75,34 +76,11 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return err
 	}
-	// The control plane below starts empty every run, so the API's data does too:
-	// the last run's API objects against a fresh cluster would be adopted or
-	// duplicated by CRs that never made them. (The file stays after a run, for a
-	// look at what the API held.)
-	dataFile := filepath.Join(stateDir, "api.db")
-	if err := os.Remove(dataFile); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	fmt.Println("» starting the Polycrate API emulator on http://" + apiAddr)
-	api, err := emulator.New(emulator.Config{DataFile: dataFile})
+	stopAPI, err := startAPI(apiListener, stateDir)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = api.Close() }()
-	apiCtx, stopAPI := context.WithCancel(context.Background())
-	apiDone := make(chan error, 1)
-	go func() { apiDone <- api.Serve(apiCtx, apiListener) }()
-	servedDNS, err := api.ListenDNS(apiCtx, demoDNSAddr)
-	if err != nil {
-		stopAPI()
-		return fmt.Errorf("serving DNS on %s: %w", demoDNSAddr, err)
-	}
-	fmt.Println("» the emulator serves DNS for its zones on " + servedDNS + " (dig @" + strings.Replace(servedDNS, ":", " -p ", 1) + " www.example.com)")
-	defer func() {
-		fmt.Println("» stopping the API emulator")
-		stopAPI()
-		<-apiDone
-	}()
+	defer stopAPI()
 
 	fmt.Println("» starting a local control plane (kube-apiserver + etcd)")
 	env, cfg, err := testutil.Start(testutil.Options{ThirdPartyCRDs: true})
@@ -125,6 +103,147 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	if err != nil {
 		return err
 	}
+	if err := prepareCluster(ctx, c, apiAddr); err != nil {
+		return err
+	}
+
+	stopAll, opDone, err := startOperator(ctx, stateDir, kubeconfig, probeAddr, metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopAll() }()
+
+	status := statusServer()
+	defer status.Close()
+	statusPort = status.Listener.Addr().(*net.TCPAddr).Port
+	apiClient, err := apiDefinedEndpoint(ctx, apiAddr)
+	if err != nil {
+		_ = stopAll()
+		return err
+	}
+	if err := showcase(ctx, c, apiClient); err != nil {
+		_ = stopAll()
+		return err
+	}
+	if os.Getenv("DEMO_ONCE") == "1" {
+		fmt.Println("\n» converged; DEMO_ONCE=1: stopping")
+		return stopAll()
+	}
+	printNextSteps(apiAddr, kubeconfig, probeAddr)
+	return <-opDone
+}
+
+// statusServer is a local status server: a target the monitoring agent can
+// reach (/healthz answers 200, /down 503), and, by its port, the API-defined tcp
+// endpoint's.
+func statusServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+}
+
+// printNextSteps says where everything runs and what to try in another shell.
+func printNextSteps(apiAddr, kubeconfig, probeAddr string) {
+	fmt.Printf(`
+Everything is synced. The Polycrate API emulator runs at http://%s
+(open it in a browser; agent token %q). In another shell:
+
+  export KUBECONFIG=%s
+  go run ./cmd/polycrate-operator status
+  kubectl get polycrate -A        # if kubectl is installed
+  go run ./cmd/polycrate-operator health --url http://%s
+
+Press Ctrl-C to stop everything.
+
+`, apiAddr, emulator.DevAgentToken, kubeconfig, probeAddr)
+}
+
+// apiDefinedEndpoint creates the tcp endpoint status-tcp in the API, as a
+// person would, and returns the API client it used.
+func apiDefinedEndpoint(ctx context.Context, apiAddr string) (*polycrate.Client, error) {
+	apiClient, err := polycrate.New(polycrate.Options{BaseURL: "http://" + apiAddr, Token: polycrate.StaticToken(emulator.DevAgentToken)})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("» creating the API-defined tcp endpoint status-tcp (127.0.0.1:%d) in the API, as a person would\n", statusPort)
+	_, err = apiClient.Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "status-tcp", Kind: "tcp", RemoteAddress: "127.0.0.1",
+		RemotePort: &statusPort, CreatedByComponent: "api",
+		Spec: &polycrate.EndpointSpec{TCP: &polycrate.TCPSpec{Timeout: 2, Interval: 5}}})
+	return apiClient, err
+}
+
+// startOperator runs the operator in this process, its JSON log in
+// stateDir/operator.log (the terminal shows the steps and the final table);
+// stop (idempotent) stops it and returns how it ended; done is its end.
+func startOperator(ctx context.Context, stateDir, kubeconfig, probeAddr, metricsAddr string) (stop func() error, done <-chan error, err error) {
+	logPath := filepath.Join(stateDir, "operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Println("» starting the operator (its log: " + logPath + ")")
+	root := cli.NewRootCommand()
+	root.SetErr(logFile)
+	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr, "--metrics-secure=false",
+		"--graceful-shutdown-timeout", (10 * time.Second).String()})
+	opCtx, stopOperator := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	ended := make(chan error, 1)
+	go func() {
+		err := root.ExecuteContext(opCtx)
+		_ = logFile.Close()
+		opDone <- err
+		ended <- err
+	}()
+	var once sync.Once
+	var result error
+	return func() error {
+		once.Do(func() { stopOperator(); result = <-opDone })
+		return result
+	}, ended, nil
+}
+
+// startAPI starts the emulator on its listener, with fresh data (the file of
+// the last run replaced: the control plane starts empty every run, and the last
+// run's API objects would be adopted or duplicated by CRs that never made them;
+// the file stays after a run, for a look at what the API held), and its DNS
+// server; stop stops both.
+func startAPI(apiListener net.Listener, stateDir string) (stop func(), err error) {
+	dataFile := filepath.Join(stateDir, "api.db")
+	if err := os.Remove(dataFile); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	fmt.Println("» starting the Polycrate API emulator on http://" + apiListener.Addr().String())
+	api, err := emulator.New(emulator.Config{DataFile: dataFile})
+	if err != nil {
+		return nil, err
+	}
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- api.Serve(apiCtx, apiListener) }()
+	servedDNS, err := api.ListenDNS(apiCtx, demoDNSAddr)
+	if err != nil {
+		stopAPI()
+		_ = api.Close()
+		return nil, fmt.Errorf("serving DNS on %s: %w", demoDNSAddr, err)
+	}
+	fmt.Println("» the emulator serves DNS for its zones on " + servedDNS + " (dig @" + strings.Replace(servedDNS, ":", " -p ", 1) + " www.example.com)")
+	return func() {
+		fmt.Println("» stopping the API emulator")
+		stopAPI()
+		<-apiDone
+		_ = api.Close()
+	}, nil
+}
+
+// prepareCluster installs the CRDs and creates the namespace, the API token
+// Secret and the OperatorConfig, pointed at the emulator.
+func prepareCluster(ctx context.Context, c client.Client, apiAddr string) error {
 	fmt.Println("» installing the operator's CRDs")
 	all, err := crds.All()
 	if err != nil {
@@ -150,91 +269,29 @@ func run(ctx context.Context, apiAddr, probeAddr, metricsAddr, stateDir string) 
 	if err := ensure(ctx, c, oc); err != nil {
 		return err
 	}
+	return nil
+}
 
-	// The operator's JSON log goes to a file, so the terminal shows the steps and
-	// the final table.
-	logPath := filepath.Join(stateDir, "operator.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = logFile.Close() }()
-	fmt.Println("» starting the operator (its log: " + logPath + ")")
-	root := cli.NewRootCommand()
-	root.SetErr(logFile)
-	root.SetArgs([]string{"run", "--kubeconfig", kubeconfig, "--namespace", v1.DefaultOperatorNamespace,
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", metricsAddr, "--metrics-secure=false",
-		"--graceful-shutdown-timeout", (10 * time.Second).String()})
-	opCtx, stopOperator := context.WithCancel(ctx)
-	defer stopOperator()
-	opDone := make(chan error, 1)
-	go func() { opDone <- root.ExecuteContext(opCtx) }()
-	stopAll := func() error {
-		stopOperator()
-		return <-opDone
-	}
-
-	// A local status server: a target the monitoring agent can reach (/healthz
-	// answers 200, /down 503), and an endpoint defined in the API itself (tcp).
-	status := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/down" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	}))
-	defer status.Close()
-	statusPort = status.Listener.Addr().(*net.TCPAddr).Port
-	apiClient, err := polycrate.New(polycrate.Options{BaseURL: "http://" + apiAddr, Token: polycrate.StaticToken(emulator.DevAgentToken)})
-	if err != nil {
-		_ = stopAll()
-		return err
-	}
-	fmt.Printf("» creating the API-defined tcp endpoint status-tcp (127.0.0.1:%d) in the API, as a person would\n", statusPort)
-	if _, err := apiClient.Endpoints().Create(ctx, polycrate.EndpointRequest{Name: "status-tcp", Kind: "tcp", RemoteAddress: "127.0.0.1",
-		RemotePort: &statusPort, CreatedByComponent: "api",
-		Spec: &polycrate.EndpointSpec{TCP: &polycrate.TCPSpec{Timeout: 2, Interval: 5}}}); err != nil {
-		_ = stopAll()
-		return err
-	}
-
+// showcase applies the demo workloads, waits until everything is synced and the
+// local targets are checked, and prints what the API holds.
+func showcase(ctx context.Context, c client.Client, apiClient *polycrate.Client) error {
 	fmt.Println("» applying the demo workloads (the simulator plays kubelet, cert-manager and Velero)")
 	if err := applyWorkloads(ctx, c); err != nil {
-		_ = stopAll()
 		return err
 	}
 	fmt.Println("» waiting until the operator has synced everything")
 	if err := waitConverged(ctx, c, 3*time.Minute); err != nil {
-		_ = stopAll()
 		return err
 	}
 	fmt.Println("» waiting until the API holds the check results of the local targets")
 	if err := waitChecked(ctx, apiClient, time.Minute); err != nil {
-		_ = stopAll()
 		return err
 	}
 	fmt.Println("\n» what the Polycrate API now holds (as this cluster's agent sees it):")
 	if err := printAPI(ctx, os.Stdout, apiClient); err != nil {
-		_ = stopAll()
 		return err
 	}
-	if os.Getenv("DEMO_ONCE") == "1" {
-		fmt.Println("\n» converged; DEMO_ONCE=1: stopping")
-		return stopAll()
-	}
-	fmt.Printf(`
-Everything is synced. The Polycrate API emulator runs at http://%s
-(open it in a browser; agent token %q). In another shell:
-
-  export KUBECONFIG=%s
-  go run ./cmd/polycrate-operator status
-  kubectl get polycrate -A        # if kubectl is installed
-  go run ./cmd/polycrate-operator health --url http://%s
-
-Press Ctrl-C to stop everything.
-
-`, apiAddr, emulator.DevAgentToken, kubeconfig, probeAddr)
-	return <-opDone
+	return nil
 }
 
 // busyError names a port another process holds and the flag that moves it.

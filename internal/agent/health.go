@@ -249,6 +249,17 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 		r.Log.V(1).Info("health report not sent: leadership not confirmed", "error", err.Error())
 		return min(interval, 2*time.Second)
 	}
+	res := r.record(ctx, c, id, now, resp, err)
+	r.State.set(res)
+	if res.Failures == 0 {
+		return interval
+	}
+	return r.retryWait(res, interval)
+}
+
+// record keeps the outcome of a report (consecutive failures, the metric, the
+// log line on a change, the error report) and returns it.
+func (r *Reporter) record(ctx context.Context, c *polycrate.Client, id string, now time.Time, resp *polycrate.HealthResponse, err error) *Result {
 	prev := r.State.Last()
 	res := &Result{At: now}
 	if err != nil {
@@ -276,11 +287,7 @@ func (r *Reporter) report(ctx context.Context) time.Duration {
 			}
 		}
 	}
-	r.State.set(res)
-	if res.Failures == 0 {
-		return interval
-	}
-	return r.retryWait(res, interval)
+	return res
 }
 
 // retryWait is the wait after a failed report: doubling from the interval up

@@ -85,83 +85,14 @@ Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
   polycrate-operator run --metrics-bind-address :8080
   polycrate-operator run --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.checkDNSServer != "" {
-				if _, _, err := net.SplitHostPort(o.checkDNSServer); err != nil {
-					return fmt.Errorf("--check-dns-server %q: want host:port (%w)", o.checkDNSServer, err)
-				}
-			}
-			// The level is atomic so the API's cluster record (operator_loglevel) can change it live.
-			level, ok := o.zapOpts.Level.(uzap.AtomicLevel)
-			if !ok {
-				level = uzap.NewAtomicLevelAt(zapcore.InfoLevel)
-				if o.zapOpts.Development {
-					level = uzap.NewAtomicLevelAt(zapcore.DebugLevel)
-				}
-				o.zapOpts.Level = level
-			}
-			// No stack trace on error lines unless asked for (--zap-stacktrace-level):
-			// a failed reconcile is an error line, and its trace names the
-			// operator's own frames, not what went wrong.
-			if o.zapOpts.StacktraceLevel == nil {
-				o.zapOpts.StacktraceLevel = zapcore.PanicLevel
-			}
-			capped := capLogLevel(level)
-			flagLevel := level.Level()
-			logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))
-			ctrl.SetLogger(logger)
-			o.mgr.Logger = logger
-			log := logger.WithName("setup")
-			if capped {
-				log.Info("log level capped at 7: from 8 on, client-go logs request and response bodies, Secrets included")
-			}
-
-			cfg, err := o.restConfig()
-			if err != nil {
-				return err
-			}
-			var crdReport *crds.Report
-			if o.installCRDs {
-				c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-				if err != nil {
-					return err
-				}
-				if crdReport, err = crds.SelfInstall(cmd.Context(), c, version.Get(), logger.WithName("crds")); err != nil {
-					return err
-				}
-			} else {
-				log.Info("CRD installation on start is off (--install-crds=false): CRDs are managed outside the operator")
-			}
-			warmCRDStorage(cmd.Context(), cfg, logger.WithName("crds"))
-			// With leader election, the leader's API requests are fenced by its Lease
-			// (a paused leader that resumes after a takeover writes nothing).
-			fence := &manager.Fence{}
-			o.mgr.Fence = fence
-			// The informers' gate tells the controllers each return of the API server.
-			back := kube.NewRecovery()
-			o.mgr.KubeRecovery = back
-			mgr, err := manager.New(cfg, o.mgr)
-			if err != nil {
-				return fmt.Errorf("creating the manager: %w", err)
-			}
-			if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
-				UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
-				SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
-				Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport,
-				SecretNamespaces: o.secretNamespaces, Fence: fence.Check, CheckDNSServer: o.checkDNSServer, KubeRecovery: back}); err != nil {
-				return err
-			}
-			log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
-				"apiServer", cfg.Host, "namespace", o.mgr.OperatorNamespace, "leaderElection", o.mgr.LeaderElect,
-				"metrics", o.mgr.MetricsBindAddress, "metricsSecure", o.mgr.MetricsSecure, "healthProbes", o.mgr.HealthProbeBindAddress,
-				"maxConcurrentReconciles", o.mgr.MaxConcurrentReconciles)
-			if err := mgr.Start(cmd.Context()); err != nil {
-				return fmt.Errorf("running the manager: %w", err)
-			}
-			log.Info("polycrate-operator stopped")
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
+	o.bindFlags(cmd)
+	return cmd
+}
+
+// bindFlags binds the run command's flags to o.
+func (o *runOptions) bindFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	o.kube.bind(cmd)
 	f.BoolVar(&o.mgr.LeaderElect, "leader-elect", false, "enable leader election for HA (one active replica; a Lease in --namespace)")
@@ -186,7 +117,84 @@ Prometheus metrics (/metrics, HTTPS for RBAC-authorized readers unless
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zapOpts.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
-	return cmd
+}
+
+// run runs the operator until cmd's context ends.
+func (o *runOptions) run(cmd *cobra.Command) error {
+	if o.checkDNSServer != "" {
+		if _, _, err := net.SplitHostPort(o.checkDNSServer); err != nil {
+			return fmt.Errorf("--check-dns-server %q: want host:port (%w)", o.checkDNSServer, err)
+		}
+	}
+	// The level is atomic so the API's cluster record (operator_loglevel) can change it live.
+	level, ok := o.zapOpts.Level.(uzap.AtomicLevel)
+	if !ok {
+		level = uzap.NewAtomicLevelAt(zapcore.InfoLevel)
+		if o.zapOpts.Development {
+			level = uzap.NewAtomicLevelAt(zapcore.DebugLevel)
+		}
+		o.zapOpts.Level = level
+	}
+	// No stack trace on error lines unless asked for (--zap-stacktrace-level):
+	// a failed reconcile is an error line, and its trace names the
+	// operator's own frames, not what went wrong.
+	if o.zapOpts.StacktraceLevel == nil {
+		o.zapOpts.StacktraceLevel = zapcore.PanicLevel
+	}
+	capped := capLogLevel(level)
+	flagLevel := level.Level()
+	logger := zap.New(zap.UseFlagOptions(&o.zapOpts), zap.WriteTo(cmd.ErrOrStderr()))
+	ctrl.SetLogger(logger)
+	o.mgr.Logger = logger
+	log := logger.WithName("setup")
+	if capped {
+		log.Info("log level capped at 7: from 8 on, client-go logs request and response bodies, Secrets included")
+	}
+
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	var crdReport *crds.Report
+	if o.installCRDs {
+		c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+		if err != nil {
+			return err
+		}
+		if crdReport, err = crds.SelfInstall(cmd.Context(), c, version.Get(), logger.WithName("crds")); err != nil {
+			return err
+		}
+	} else {
+		log.Info("CRD installation on start is off (--install-crds=false): CRDs are managed outside the operator")
+	}
+	warmCRDStorage(cmd.Context(), cfg, logger.WithName("crds"))
+	// With leader election, the leader's API requests are fenced by its Lease
+	// (a paused leader that resumes after a takeover writes nothing).
+	fence := &manager.Fence{}
+	o.mgr.Fence = fence
+	// The informers' gate tells the controllers each return of the API server.
+	back := kube.NewRecovery()
+	o.mgr.KubeRecovery = back
+	mgr, err := manager.New(cfg, o.mgr)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if _, err := operator.Setup(mgr, operator.Options{Namespace: o.mgr.OperatorNamespace, Version: version.Get(),
+		UserAgent: userAgent(), MaxConcurrentReconciles: o.mgr.MaxConcurrentReconciles,
+		SetLogLevel: func(l int) { level.SetLevel(zapLevel(l, flagLevel)) },
+		Kubeconfig:  kube.KubeconfigFile(kube.ConfigOptions{Kubeconfig: o.kube.kubeconfig}), CRDs: crdReport,
+		SecretNamespaces: o.secretNamespaces, Fence: fence.Check, CheckDNSServer: o.checkDNSServer, KubeRecovery: back}); err != nil {
+		return err
+	}
+	log.Info("starting polycrate-operator", "version", version.Get(), "commit", version.Commit,
+		"apiServer", cfg.Host, "namespace", o.mgr.OperatorNamespace, "leaderElection", o.mgr.LeaderElect,
+		"metrics", o.mgr.MetricsBindAddress, "metricsSecure", o.mgr.MetricsSecure, "healthProbes", o.mgr.HealthProbeBindAddress,
+		"maxConcurrentReconciles", o.mgr.MaxConcurrentReconciles)
+	if err := mgr.Start(cmd.Context()); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	log.Info("polycrate-operator stopped")
+	return nil
 }
 
 // zapLevel maps operator_loglevel (1 Info, 2 Debug, 3 Trace) to a zap level; 0 is

@@ -141,42 +141,12 @@ func (s *Server) serve(ctx context.Context, w settings) error {
 		return err
 	}
 
-	// The aggregation layer's trust, followed live as the generic server does.
-	clientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", authConfigMapNamespace, authConfigMapName, "client-ca-file", kube)
+	trust, err := s.aggregationTrust(ctx, kube)
 	if err != nil {
 		return err
 	}
-	proxyCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("requestheader-client-ca", authConfigMapNamespace, authConfigMapName,
-		"requestheader-client-ca-file", kube)
-	if err != nil {
-		return err
-	}
-	proxyHeaders := headerrequest.NewRequestHeaderAuthRequestController(authConfigMapName, authConfigMapNamespace, kube,
-		"requestheader-username-headers", "requestheader-uid-headers", "requestheader-group-headers",
-		"requestheader-extra-headers-prefix", "requestheader-allowed-names")
-	// A ConfigMap that cannot be read (the chart's Role in kube-system missing)
-	// leaves certificate authentication off, not the server: bearer tokens
-	// still work, and the controllers keep trying.
-	for _, once := range []func(context.Context) error{clientCA.RunOnce, proxyCA.RunOnce, proxyHeaders.RunOnce} {
-		if err := once(ctx); err != nil {
-			s.Log.Error(err, "reading the aggregation layer's trust; client certificates are not accepted until it can be read",
-				"configmap", authConfigMapNamespace+"/"+authConfigMapName)
-		}
-	}
-
-	authn := union.NewFailOnError(
-		group.NewAuthenticatedGroupAdder(union.New(
-			headerrequest.NewDynamicVerifyOptionsSecure(proxyCA.VerifyOptions,
-				headerrequest.StringSliceProviderFunc(proxyHeaders.AllowedClientNames),
-				headerrequest.StringSliceProviderFunc(proxyHeaders.UsernameHeaders),
-				headerrequest.StringSliceProviderFunc(proxyHeaders.UIDHeaders),
-				headerrequest.StringSliceProviderFunc(proxyHeaders.GroupHeaders),
-				headerrequest.StringSliceProviderFunc(proxyHeaders.ExtraHeaderPrefixes)),
-			x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion),
-			bearertoken.New(tokencache.New(&tokenReviewer{reviews: kube.AuthenticationV1().TokenReviews()}, false, reviewCacheTTL, reviewCacheTTL)),
-		)),
-		anonymous.NewAuthenticator(nil),
-	)
+	clientCA, proxyCA, proxyHeaders := trust.clientCA, trust.proxyCA, trust.proxyHeaders
+	authn := trust.authenticator(kube)
 	api := &webhookAPI{
 		group:  w.Group,
 		solver: &Solver{SolverName: w.Solver, Client: s.Conn.Client},
@@ -226,6 +196,58 @@ func (s *Server) serve(ctx context.Context, w settings) error {
 		MaxHeaderBytes:    1 << 20,
 	}
 	return controller.ServeHTTP(ctx, srv, ln, true)
+}
+
+// trust is the aggregation layer's trust, followed live as the generic server
+// does: the client CA, the front proxy's CA and its request headers, from the
+// kube-system ConfigMap the kube-apiserver publishes.
+type trust struct {
+	clientCA, proxyCA *dynamiccertificates.ConfigMapCAController
+	proxyHeaders      *headerrequest.RequestHeaderAuthRequestController
+}
+
+// aggregationTrust reads the trust once. A ConfigMap that cannot be read (the
+// chart's Role in kube-system missing) leaves certificate authentication off,
+// not the server: bearer tokens still work, and the controllers keep trying.
+func (s *Server) aggregationTrust(ctx context.Context, kube kubernetes.Interface) (*trust, error) {
+	clientCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", authConfigMapNamespace, authConfigMapName, "client-ca-file", kube)
+	if err != nil {
+		return nil, err
+	}
+	proxyCA, err := dynamiccertificates.NewDynamicCAFromConfigMapController("requestheader-client-ca", authConfigMapNamespace, authConfigMapName,
+		"requestheader-client-ca-file", kube)
+	if err != nil {
+		return nil, err
+	}
+	proxyHeaders := headerrequest.NewRequestHeaderAuthRequestController(authConfigMapName, authConfigMapNamespace, kube,
+		"requestheader-username-headers", "requestheader-uid-headers", "requestheader-group-headers",
+		"requestheader-extra-headers-prefix", "requestheader-allowed-names")
+	for _, once := range []func(context.Context) error{clientCA.RunOnce, proxyCA.RunOnce, proxyHeaders.RunOnce} {
+		if err := once(ctx); err != nil {
+			s.Log.Error(err, "reading the aggregation layer's trust; client certificates are not accepted until it can be read",
+				"configmap", authConfigMapNamespace+"/"+authConfigMapName)
+		}
+	}
+	return &trust{clientCA: clientCA, proxyCA: proxyCA, proxyHeaders: proxyHeaders}, nil
+}
+
+// authenticator authenticates as the generic server does: the front proxy's
+// request headers, a client certificate, a bearer token (TokenReview, cached),
+// else anonymous.
+func (t *trust) authenticator(kube kubernetes.Interface) authenticator.Request {
+	return union.NewFailOnError(
+		group.NewAuthenticatedGroupAdder(union.New(
+			headerrequest.NewDynamicVerifyOptionsSecure(t.proxyCA.VerifyOptions,
+				headerrequest.StringSliceProviderFunc(t.proxyHeaders.AllowedClientNames),
+				headerrequest.StringSliceProviderFunc(t.proxyHeaders.UsernameHeaders),
+				headerrequest.StringSliceProviderFunc(t.proxyHeaders.UIDHeaders),
+				headerrequest.StringSliceProviderFunc(t.proxyHeaders.GroupHeaders),
+				headerrequest.StringSliceProviderFunc(t.proxyHeaders.ExtraHeaderPrefixes)),
+			x509request.NewDynamic(t.clientCA.VerifyOptions, x509request.CommonNameUserConversion),
+			bearertoken.New(tokencache.New(&tokenReviewer{reviews: kube.AuthenticationV1().TokenReviews()}, false, reviewCacheTTL, reviewCacheTTL)),
+		)),
+		anonymous.NewAuthenticator(nil),
+	)
 }
 
 // servingCert is the certificate in CertDir, followed as cert-manager renews

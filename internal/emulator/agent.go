@@ -83,10 +83,33 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 		}
 	}
 	now := s.cfg.Now().UTC()
+	agent, recovered, err := s.upsertAgent(p, ws, pop, reported, kind, body, now)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "error", err.Error(), nil)
+		return
+	}
+	if recovered != "" {
+		s.closeDowntime(recovered)
+	}
+	s.storeCheckResults(agent, results)
+	s.deriveEndpointStates(results)
+	org, _ := s.store.Get("organizations", p.org)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"status": "success", "agent_id": agent.ID, "reported_agent_id": reported, "health_data_id": nil,
+		"pop_name": pop.Data["name"], "pop_id": pop.ID,
+		"endpoint_monitoring_mode":         ws.Data["endpoint_monitoring_mode"],
+		"operator_global_endpoint_monitor": ws.Data["global_endpoint_monitor"] == true,
+		"workspace_id":                     ws.ID, "workspace_name": ws.Data["name"],
+		"organization_id": org.ID, "organization_name": org.Data["name"],
+	})
+}
+
+// upsertAgent records a health report on the reporting agent (found by
+// reported_agent_id and kind in the workspace, else created): last seen, state,
+// the report's health; recovered is the downtime the report ends ("" if none).
+func (s *Server) upsertAgent(p principal, ws, pop *Object, reported, kind string, body map[string]any, now time.Time) (agent *Object, recovered string, err error) {
 	state := map[string]string{"healthy": "OK", "degraded": "WARNING", "unhealthy": "CRITICAL", "critical": "CRITICAL"}[body["status"].(string)]
-	var agent *Object
-	var recovered string
-	err := s.store.Update("agents", func(objs map[string]*Object) ([]*Object, error) {
+	err = s.store.Update("agents", func(objs map[string]*Object) ([]*Object, error) {
 		for _, o := range objs {
 			if o.DeletedAt == nil && o.Workspace == p.workspace && o.Data["reported_agent_id"] == reported && o.Data["kind"] == kind {
 				agent = o.clone()
@@ -114,24 +137,7 @@ func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request, p principal
 		agent.UpdatedAt = now
 		return []*Object{agent}, nil
 	})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "error", err.Error(), nil)
-		return
-	}
-	if recovered != "" {
-		s.closeDowntime(recovered)
-	}
-	s.storeCheckResults(agent, results)
-	s.deriveEndpointStates(results)
-	org, _ := s.store.Get("organizations", p.org)
-	writeJSON(w, http.StatusCreated, map[string]any{
-		"status": "success", "agent_id": agent.ID, "reported_agent_id": reported, "health_data_id": nil,
-		"pop_name": pop.Data["name"], "pop_id": pop.ID,
-		"endpoint_monitoring_mode":         ws.Data["endpoint_monitoring_mode"],
-		"operator_global_endpoint_monitor": ws.Data["global_endpoint_monitor"] == true,
-		"workspace_id":                     ws.ID, "workspace_name": ws.Data["name"],
-		"organization_id": org.ID, "organization_name": org.Data["name"],
-	})
+	return agent, recovered, err
 }
 
 func agentName(ws *Object, kind, reported string) string {

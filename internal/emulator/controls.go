@@ -2,9 +2,11 @@ package emulator
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // serveControls serves the test controls under /_emulator/ (off with --no-controls):
@@ -22,28 +24,14 @@ func (s *Server) serveControls(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/_emulator/")
 	switch {
 	case path == "counters" && r.Method == http.MethodGet:
-		s.mu.Lock()
-		out := map[string]Counter{}
-		for k, v := range s.counters {
-			c := *v
-			c.ByMethod = map[string]int{}
-			for m, n := range v.ByMethod {
-				c.ByMethod[m] = n
-			}
-			out[k] = c
-		}
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, s.Counters())
 	case path == "counters/reset" && r.Method == http.MethodPost:
 		s.mu.Lock()
 		s.counters = map[string]*Counter{}
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case path == "collisions" && r.Method == http.MethodGet:
-		s.mu.Lock()
-		out := append([]Collision{}, s.collisions...)
-		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, s.Collisions())
 	case path == "requests" && r.Method == http.MethodGet:
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 		s.mu.Lock()
@@ -54,24 +42,7 @@ func (s *Server) serveControls(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	case path == "faults":
-		switch r.Method {
-		case http.MethodGet:
-			writeJSON(w, http.StatusOK, s.faults.list())
-		case http.MethodPut, http.MethodPost:
-			var rules []*FaultRule
-			if err := json.NewDecoder(r.Body).Decode(&rules); err != nil {
-				writeError(w, http.StatusBadRequest, "client_error", "parse_error", "want a JSON array of fault rules: "+err.Error(), nil)
-				return
-			}
-			if err := s.faults.set(rules); err != nil {
-				writeError(w, http.StatusBadRequest, "client_error", "invalid", err.Error(), nil)
-				return
-			}
-			writeJSON(w, http.StatusOK, rules)
-		case http.MethodDelete:
-			_ = s.faults.set(nil)
-			w.WriteHeader(http.StatusNoContent)
-		}
+		s.serveFaults(w, r)
 	case path == "reset" && r.Method == http.MethodPost:
 		if err := s.Reset(); err != nil {
 			writeError(w, http.StatusInternalServerError, "server_error", "error", err.Error(), nil)
@@ -79,13 +50,7 @@ func (s *Server) serveControls(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	case path == "purge" && r.Method == http.MethodPost:
-		for _, res := range Table {
-			for _, o := range s.store.List(res.Name) {
-				if o.DeletedAt != nil {
-					_ = s.store.Remove(res.Name, o.ID)
-				}
-			}
-		}
+		s.purge(time.Time{})
 		w.WriteHeader(http.StatusNoContent)
 	case path == "tick" && r.Method == http.MethodPost:
 		s.Tick()
@@ -99,6 +64,28 @@ func (s *Server) serveControls(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		writeError(w, http.StatusNotFound, "client_error", "not_found", "Unknown emulator control.", nil)
+	}
+}
+
+// serveFaults: GET the fault rules, PUT (or POST) a JSON array of them, DELETE them.
+func (s *Server) serveFaults(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		writeJSON(w, http.StatusOK, s.faults.list())
+	case http.MethodPut, http.MethodPost:
+		var rules []*FaultRule
+		if err := json.NewDecoder(r.Body).Decode(&rules); err != nil {
+			writeError(w, http.StatusBadRequest, "client_error", "parse_error", "want a JSON array of fault rules: "+err.Error(), nil)
+			return
+		}
+		if err := s.faults.set(rules); err != nil {
+			writeError(w, http.StatusBadRequest, "client_error", "invalid", err.Error(), nil)
+			return
+		}
+		writeJSON(w, http.StatusOK, rules)
+	case http.MethodDelete:
+		_ = s.faults.set(nil)
+		w.WriteHeader(http.StatusNoContent)
 	}
 }
 
@@ -141,7 +128,9 @@ func (s *Server) Counters() map[string]Counter {
 	defer s.mu.Unlock()
 	out := map[string]Counter{}
 	for k, v := range s.counters {
-		out[k] = *v
+		c := *v
+		c.ByMethod = maps.Clone(v.ByMethod)
+		out[k] = c
 	}
 	return out
 }

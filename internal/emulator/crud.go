@@ -583,11 +583,13 @@ func (s *Server) destroy(w http.ResponseWriter, p principal, res *Resource, id s
 }
 
 // purgeDeleted removes soft-deleted objects PurgeAfter after their deletion.
-func (s *Server) purgeDeleted() {
-	cutoff := s.cfg.Now().Add(-s.cfg.PurgeAfter)
+func (s *Server) purgeDeleted() { s.purge(s.cfg.Now().Add(-s.cfg.PurgeAfter)) }
+
+// purge removes for good the objects soft-deleted before cutoff (zero: all).
+func (s *Server) purge(cutoff time.Time) {
 	for _, res := range Table {
 		for _, o := range s.store.List(res.Name) {
-			if o.DeletedAt != nil && o.DeletedAt.Before(cutoff) {
+			if o.DeletedAt != nil && (cutoff.IsZero() || o.DeletedAt.Before(cutoff)) {
 				_ = s.store.Remove(res.Name, o.ID)
 			}
 		}

@@ -71,50 +71,8 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 		if c.DeletedAt != nil {
 			continue
 		}
-		row := &RolloutRow{ClusterID: c.ID, ClusterName: scalarString(c.Data["name"]), WorkspaceID: c.Workspace, State: "OK", Blockers: []string{}}
-		ws, _ := s.store.Get("workspaces", c.Workspace)
-		if ws != nil {
-			row.WorkspaceName = scalarString(ws.Data["name"])
-		}
-		for _, a := range apps {
-			if a.DeletedAt == nil && a.Data["name"] == "polycrate-operator" && a.Data["k8s_cluster"] == c.ID {
-				if v, ok := a.Data["installed_version"].(string); ok {
-					row.InstalledVersion = &v
-				}
-				if st, ok := a.Data["state"].(string); ok && st == "CRITICAL" {
-					row.State = st
-				}
-			}
-		}
-		hasAgent := false
-		for _, a := range agents {
-			if a.DeletedAt == nil && a.Workspace == c.Workspace && a.Data["kind"] == "operator" {
-				hasAgent = true
-				if seen, ok := a.Data["last_seen"].(string); ok {
-					row.Heartbeat = &seen
-				}
-				if st, ok := a.Data["state"].(string); ok && st != "" && row.State != "CRITICAL" {
-					row.State = st
-				}
-			}
-		}
-		if m := maintenanceOf(maintenances, c, ws); m != "" {
-			row.Maintenance = m
-		}
-		if f, ok := s.store.Get(internalResource, "rollout:"+c.ID); ok {
-			row.Paused, _ = f.Data["paused"].(bool)
-			row.Forced, _ = f.Data["forced"].(bool)
-			dispatched[c.ID] = target != "" && f.Data["dispatched"] == target
-		}
-		switch {
-		case !tokened[c.Workspace]:
-			row.Blockers = append(row.Blockers, "no agent token: the cluster's workspace has no API token for an operator")
-		case !hasAgent:
-			row.Blockers = append(row.Blockers, "OperatorConfig missing: no operator of this cluster has sent a heartbeat")
-		}
-		if row.Maintenance != "" {
-			row.Blockers = append(row.Blockers, "maintenance active: "+row.Maintenance+" (updated first)")
-		}
+		row, hasAgent, sent := s.clusterRow(c, apps, agents, maintenances, tokened[c.Workspace], target)
+		dispatched[c.ID] = sent
 		row.DesiredVersion = row.InstalledVersion
 		switch {
 		case target == "":
@@ -142,9 +100,67 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].ClusterID < rows[j].ClusterID })
-	batch := int(math.Ceil(float64(len(rows)) * pct / 100))
-	// A cluster already sent to the target keeps its slot (an update in flight
-	// cannot be called back); then clusters in an active maintenance, then by id.
+	s.fillBatch(candidates, dispatched, len(rows), target, pct)
+	return target, pct, rows
+}
+
+// clusterRow is a cluster's row before the gate: its operator app's installed
+// version and state, its operator agent's heartbeat, its maintenance, its
+// flags (dispatched: already sent to the target) and its blockers; tokened says
+// its workspace has an agent token.
+func (s *Server) clusterRow(c *Object, apps, agents, maintenances []*Object, tokened bool, target string) (row *RolloutRow, hasAgent, dispatched bool) {
+	row = &RolloutRow{ClusterID: c.ID, ClusterName: scalarString(c.Data["name"]), WorkspaceID: c.Workspace, State: "OK", Blockers: []string{}}
+	ws, _ := s.store.Get("workspaces", c.Workspace)
+	if ws != nil {
+		row.WorkspaceName = scalarString(ws.Data["name"])
+	}
+	for _, a := range apps {
+		if a.DeletedAt == nil && a.Data["name"] == "polycrate-operator" && a.Data["k8s_cluster"] == c.ID {
+			if v, ok := a.Data["installed_version"].(string); ok {
+				row.InstalledVersion = &v
+			}
+			if st, ok := a.Data["state"].(string); ok && st == "CRITICAL" {
+				row.State = st
+			}
+		}
+	}
+	for _, a := range agents {
+		if a.DeletedAt == nil && a.Workspace == c.Workspace && a.Data["kind"] == "operator" {
+			hasAgent = true
+			if seen, ok := a.Data["last_seen"].(string); ok {
+				row.Heartbeat = &seen
+			}
+			if st, ok := a.Data["state"].(string); ok && st != "" && row.State != "CRITICAL" {
+				row.State = st
+			}
+		}
+	}
+	if m := maintenanceOf(maintenances, c, ws); m != "" {
+		row.Maintenance = m
+	}
+	if f, ok := s.store.Get(internalResource, "rollout:"+c.ID); ok {
+		row.Paused, _ = f.Data["paused"].(bool)
+		row.Forced, _ = f.Data["forced"].(bool)
+		dispatched = target != "" && f.Data["dispatched"] == target
+	}
+	switch {
+	case !tokened:
+		row.Blockers = append(row.Blockers, "no agent token: the cluster's workspace has no API token for an operator")
+	case !hasAgent:
+		row.Blockers = append(row.Blockers, "OperatorConfig missing: no operator of this cluster has sent a heartbeat")
+	}
+	if row.Maintenance != "" {
+		row.Blockers = append(row.Blockers, "maintenance active: "+row.Maintenance+" (updated first)")
+	}
+	return row, hasAgent, dispatched
+}
+
+// fillBatch gates the candidates: OPERATOR_ROLLOUT_PERCENTAGE of all clusters
+// (rounded up) update at a time; a cluster already sent to the target keeps
+// its slot (an update in flight cannot be called back), then clusters in an
+// active maintenance, then by id. The others wait for the canary gate.
+func (s *Server) fillBatch(candidates []*RolloutRow, dispatched map[string]bool, clusters int, target string, pct float64) {
+	batch := int(math.Ceil(float64(clusters) * pct / 100))
 	sort.SliceStable(candidates, func(i, j int) bool {
 		di, dj := dispatched[candidates[i].ClusterID], dispatched[candidates[j].ClusterID]
 		if di != dj {
@@ -166,10 +182,9 @@ func (s *Server) rolloutPlan() (target string, pct float64, rows []*RolloutRow) 
 			}
 		} else {
 			row.RolloutStatus = RolloutWaitingCanary
-			row.Blockers = append(row.Blockers, fmt.Sprintf("canary gate: not in the current batch (%g %% of %d clusters = %d at a time)", pct, len(rows), batch))
+			row.Blockers = append(row.Blockers, fmt.Sprintf("canary gate: not in the current batch (%g %% of %d clusters = %d at a time)", pct, clusters, batch))
 		}
 	}
-	return target, pct, rows
 }
 
 // markDispatched records that a cluster was sent to the target version.

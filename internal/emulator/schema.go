@@ -99,32 +99,7 @@ func validateValue(f Field, v any, attr string) []FieldError {
 	bad := func(code, detail string) []FieldError { return []FieldError{{attr, code, detail}} }
 	switch f.Kind {
 	case String, UUID, DateTime:
-		s, ok := v.(string)
-		if !ok {
-			return bad("invalid", "Not a valid string.")
-		}
-		switch {
-		case f.Kind == UUID:
-			if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
-				return bad("invalid", "Must be a valid UUID.")
-			}
-		case f.Kind == DateTime:
-			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-				return bad("invalid", "Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].")
-			}
-		}
-		if f.Required && s == "" && f.Kind == String && len(f.Enum) == 0 {
-			return bad("blank", "This field may not be blank.")
-		}
-		if f.MaxLength > 0 && len(s) > f.MaxLength {
-			return bad("max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", f.MaxLength))
-		}
-		if f.Slug && !slugRegex.MatchString(s) {
-			return bad("invalid", `Enter a valid "slug" consisting of lower-case letters, numbers and hyphens (^[a-z0-9]+(?:-[a-z0-9]+)*$).`)
-		}
-		if len(f.Enum) > 0 && !contains(f.Enum, s) {
-			return bad("invalid_choice", fmt.Sprintf("%q is not a valid choice.", s))
-		}
+		return validateString(f, v, attr)
 	case Int:
 		n, ok := v.(float64)
 		if !ok || n != math.Trunc(n) || math.IsInf(n, 0) {
@@ -151,12 +126,53 @@ func validateValue(f Field, v any, attr string) []FieldError {
 			return bad("invalid", "Expected a dictionary of items.")
 		}
 		return validateObject(f.Fields, m, attr+".", false)
-	case ObjList:
-		items, ok := v.([]any)
-		if !ok {
-			return bad("not_a_list", "Expected a list of items.")
+	case ObjList, StrList, IntList:
+		return validateList(f, v, attr)
+	case Any:
+	}
+	return nil
+}
+
+// validateString checks a string, UUID or date-time value.
+func validateString(f Field, v any, attr string) []FieldError {
+	bad := func(code, detail string) []FieldError { return []FieldError{{attr, code, detail}} }
+	s, ok := v.(string)
+	if !ok {
+		return bad("invalid", "Not a valid string.")
+	}
+	switch {
+	case f.Kind == UUID:
+		if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+			return bad("invalid", "Must be a valid UUID.")
 		}
-		var errs []FieldError
+	case f.Kind == DateTime:
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return bad("invalid", "Datetime has wrong format. Use one of these formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z].")
+		}
+	}
+	if f.Required && s == "" && f.Kind == String && len(f.Enum) == 0 {
+		return bad("blank", "This field may not be blank.")
+	}
+	if f.MaxLength > 0 && len(s) > f.MaxLength {
+		return bad("max_length", fmt.Sprintf("Ensure this field has no more than %d characters.", f.MaxLength))
+	}
+	if f.Slug && !slugRegex.MatchString(s) {
+		return bad("invalid", `Enter a valid "slug" consisting of lower-case letters, numbers and hyphens (^[a-z0-9]+(?:-[a-z0-9]+)*$).`)
+	}
+	if len(f.Enum) > 0 && !contains(f.Enum, s) {
+		return bad("invalid_choice", fmt.Sprintf("%q is not a valid choice.", s))
+	}
+	return nil
+}
+
+// validateList checks a list of objects, strings or integers, item by item.
+func validateList(f Field, v any, attr string) []FieldError {
+	items, ok := v.([]any)
+	if !ok {
+		return []FieldError{{attr, "not_a_list", "Expected a list of items."}}
+	}
+	var errs []FieldError
+	if f.Kind == ObjList {
 		for i, it := range items {
 			m, isMap := it.(map[string]any)
 			if !isMap {
@@ -166,23 +182,15 @@ func validateValue(f Field, v any, attr string) []FieldError {
 			errs = append(errs, validateObject(f.Fields, m, fmt.Sprintf("%s.%d.", attr, i), false)...)
 		}
 		return errs
-	case StrList, IntList:
-		items, ok := v.([]any)
-		if !ok {
-			return bad("not_a_list", "Expected a list of items.")
-		}
-		elem := Field{Kind: String}
-		if f.Kind == IntList {
-			elem.Kind = Int
-		}
-		var errs []FieldError
-		for i, it := range items {
-			errs = append(errs, validateValue(elem, it, fmt.Sprintf("%s.%d", attr, i))...)
-		}
-		return errs
-	case Any:
 	}
-	return nil
+	elem := Field{Kind: String}
+	if f.Kind == IntList {
+		elem.Kind = Int
+	}
+	for i, it := range items {
+		errs = append(errs, validateValue(elem, it, fmt.Sprintf("%s.%d", attr, i))...)
+	}
+	return errs
 }
 
 func checkRange(f Field, n float64, attr string) []FieldError {

@@ -32,92 +32,117 @@ const requestTimeout = 60 * time.Second
 // /records, POST /records (apply changes, 204), POST /adjustendpoints,
 // GET /healthz.
 func Handler(p *Provider, log logr.Logger) http.Handler {
+	h := &handler{p: p, log: log}
 	mux := http.NewServeMux()
-	fail := func(w http.ResponseWriter, what string, err error) {
-		code := statusOf(err)
-		log.Info("external-dns request failed", "request", what, "status", code, "error", err.Error())
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		_, _ = fmt.Fprintf(w, "%s: %s\n", what, err.Error())
-	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", MediaType)
-		w.Header().Set("Vary", "Accept")
-		w.WriteHeader(http.StatusOK)
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	decode := func(w http.ResponseWriter, r *http.Request, v any) error {
-		if ct := r.Header.Get("Content-Type"); ct != "" && !acceptable(ct) {
-			return fmt.Errorf("%w: Content-Type %q: send %s", errUnsupportedMedia, ct, MediaType)
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-		dec := json.NewDecoder(r.Body)
-		if err := dec.Decode(v); err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return fmt.Errorf("%w: more than %d bytes", errTooLarge, MaxBody)
-			}
-			return fmt.Errorf("%w: the body is not valid JSON: %s", ErrInvalid, err.Error())
-		}
-		return nil
-	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if a := r.Header.Get("Accept"); a != "" && !acceptable(a) {
-			fail(w, "negotiate", fmt.Errorf("%w: Accept %q: this provider speaks %s", errNotAcceptable, a, MediaType))
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-		defer cancel()
-		f, err := p.DomainFilter(ctx)
-		if err != nil {
-			fail(w, "negotiate", err)
-			return
-		}
-		reply(w, f)
-	})
-	mux.HandleFunc("GET /records", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-		defer cancel()
-		eps, err := p.Records(ctx)
-		if err != nil {
-			fail(w, "records", err)
-			return
-		}
-		if eps == nil {
-			eps = []*Endpoint{}
-		}
-		reply(w, eps)
-	})
-	mux.HandleFunc("POST /records", func(w http.ResponseWriter, r *http.Request) {
-		var ch Changes
-		if err := decode(w, r, &ch); err != nil {
-			fail(w, "apply changes", err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-		defer cancel()
-		if err := p.ApplyChanges(ctx, &ch); err != nil {
-			fail(w, "apply changes", err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /adjustendpoints", func(w http.ResponseWriter, r *http.Request) {
-		var eps []*Endpoint
-		if err := decode(w, r, &eps); err != nil {
-			fail(w, "adjust endpoints", err)
-			return
-		}
-		if eps == nil {
-			eps = []*Endpoint{}
-		}
-		reply(w, p.AdjustEndpoints(eps))
-	})
+	mux.HandleFunc("GET /{$}", h.negotiate)
+	mux.HandleFunc("GET /records", h.records)
+	mux.HandleFunc("POST /records", h.applyChanges)
+	mux.HandleFunc("POST /adjustendpoints", h.adjustEndpoints)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// handler serves the protocol's requests with a Provider.
+type handler struct {
+	p   *Provider
+	log logr.Logger
+}
+
+// fail answers a failed request with its status and a plain-text reason.
+func (h *handler) fail(w http.ResponseWriter, what string, err error) {
+	code := statusOf(err)
+	h.log.Info("external-dns request failed", "request", what, "status", code, "error", err.Error())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintf(w, "%s: %s\n", what, err.Error())
+}
+
+// reply answers with v in the protocol's media type.
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", MediaType)
+	w.Header().Set("Vary", "Accept")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a request body of the protocol's media type, at most MaxBody bytes.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !acceptable(ct) {
+		return fmt.Errorf("%w: Content-Type %q: send %s", errUnsupportedMedia, ct, MediaType)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("%w: more than %d bytes", errTooLarge, MaxBody)
+		}
+		return fmt.Errorf("%w: the body is not valid JSON: %s", ErrInvalid, err.Error())
+	}
+	return nil
+}
+
+// negotiate: GET /, the domain filter.
+func (h *handler) negotiate(w http.ResponseWriter, r *http.Request) {
+	if a := r.Header.Get("Accept"); a != "" && !acceptable(a) {
+		h.fail(w, "negotiate", fmt.Errorf("%w: Accept %q: this provider speaks %s", errNotAcceptable, a, MediaType))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	f, err := h.p.DomainFilter(ctx)
+	if err != nil {
+		h.fail(w, "negotiate", err)
+		return
+	}
+	reply(w, f)
+}
+
+// records: GET /records.
+func (h *handler) records(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	eps, err := h.p.Records(ctx)
+	if err != nil {
+		h.fail(w, "records", err)
+		return
+	}
+	if eps == nil {
+		eps = []*Endpoint{}
+	}
+	reply(w, eps)
+}
+
+// applyChanges: POST /records, 204 once every change is written.
+func (h *handler) applyChanges(w http.ResponseWriter, r *http.Request) {
+	var ch Changes
+	if err := decode(w, r, &ch); err != nil {
+		h.fail(w, "apply changes", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	if err := h.p.ApplyChanges(ctx, &ch); err != nil {
+		h.fail(w, "apply changes", err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// adjustEndpoints: POST /adjustendpoints.
+func (h *handler) adjustEndpoints(w http.ResponseWriter, r *http.Request) {
+	var eps []*Endpoint
+	if err := decode(w, r, &eps); err != nil {
+		h.fail(w, "adjust endpoints", err)
+		return
+	}
+	if eps == nil {
+		eps = []*Endpoint{}
+	}
+	reply(w, h.p.AdjustEndpoints(eps))
 }
 
 var (

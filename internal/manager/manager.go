@@ -136,13 +136,34 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		cfg = fenceWrites(cfg, o.Fence)
 	}
 
+	var httpClient atomic.Pointer[http.Client] // the manager's, once it exists
+	mgr, err := ctrl.NewManager(cfg, managerOptions(cfg, o, lock, &shutdown, unfenced, &httpClient))
+	if err != nil {
+		return nil, err
+	}
+	httpClient.Store(mgr.GetHTTPClient())
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
+		return nil, err
+	}
+	registerInfoMetric()
+	return mgr, nil
+}
+
+// managerOptions are the controller-runtime manager's options: the operator's
+// cache (compact indexes, interned strings, the Endpoint informer's own list
+// and watch, every informer resilient to its API server), metrics, probes and
+// leader election. unfenced is the configuration the metrics server's reviews
+// use; httpClient is the manager's HTTP client, once it exists.
+func managerOptions(cfg *rest.Config, o Options, lock resourcelock.Interface, shutdown *time.Duration, unfenced *rest.Config, httpClient *atomic.Pointer[http.Client]) ctrl.Options {
 	logger := o.Logger
 	if logger.GetSink() == nil {
 		logger = ctrl.Log // controller-runtime's default
 	}
 	scheme := NewScheme()
-	var httpClient atomic.Pointer[http.Client] // the manager's, once it exists
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	return ctrl.Options{
 		Scheme: scheme,
 		// Values are encoded when a line is logged, not per reconcile (lazylog.go).
 		Logger: lazyValues(logger),
@@ -178,24 +199,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                       durationOrNil(o.LeaseDuration),
 		RenewDeadline:                       durationOrNil(o.RenewDeadline),
 		RetryPeriod:                         durationOrNil(o.RetryPeriod),
-		GracefulShutdownTimeout:             &shutdown,
+		GracefulShutdownTimeout:             shutdown,
 		Controller: config.Controller{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			SkipNameValidation:      &o.SkipNameValidation,
 		},
-	})
-	if err != nil {
-		return nil, err
 	}
-	httpClient.Store(mgr.GetHTTPClient())
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr.GetCache())); err != nil {
-		return nil, err
-	}
-	registerInfoMetric()
-	return mgr, nil
 }
 
 // cacheSynced reports ready once the manager's cache has started and synced.

@@ -48,21 +48,10 @@ func (p *Prober) checkDNS(ctx context.Context, t Target) Outcome {
 	}
 	r.DNSProtocol, r.DNSRecordType = &shown, &qtype
 
-	name, server := s.RecordName, ""
-	if name == "" {
-		name = t.Address
-		conf, err := dns.ClientConfigFromFile(ResolvConf)
-		if err != nil || len(conf.Servers) == 0 {
-			out.Failure = fail(ErrInvalidSpec, "no record_name, and no resolver in "+ResolvConf)
-			return out
-		}
-		server = hostPort(conf.Servers[0], atoiOr(conf.Port, 53))
-	} else {
-		port := t.Port
-		if port == 0 {
-			port = map[bool]int{true: 853, false: 53}[s.TLSEnabled]
-		}
-		server = hostPort(t.Address, port)
+	name, server, failure := dnsQuestion(s, t)
+	if failure != nil {
+		out.Failure = failure
+		return out
 	}
 	timeout := timeoutOf(s.Timeout, DefaultDNSTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -102,13 +91,37 @@ func (p *Prober) checkDNS(ctx context.Context, t Target) Outcome {
 		r.ResolvedIP = &host
 	}
 
+	out.Failure = judgeDNS(s, r, rcode, records, ad)
+	return out
+}
+
+// dnsQuestion is the name to ask for and the server to ask: record_name at
+// remote_address (port remote_port, default 53, 853 with TLS), or, without a
+// record_name, remote_address itself at the host's resolver (resolv.conf).
+func dnsQuestion(s *polycrate.DNSSpec, t Target) (name, server string, failure *Failure) {
+	if s.RecordName == "" {
+		conf, err := dns.ClientConfigFromFile(ResolvConf)
+		if err != nil || len(conf.Servers) == 0 {
+			return "", "", fail(ErrInvalidSpec, "no record_name, and no resolver in "+ResolvConf)
+		}
+		return t.Address, hostPort(conf.Servers[0], atoiOr(conf.Port, 53)), nil
+	}
+	port := t.Port
+	if port == 0 {
+		port = map[bool]int{true: 853, false: 53}[s.TLSEnabled]
+	}
+	return s.RecordName, hostPort(t.Address, port), nil
+}
+
+// judgeDNS compares an answer with the spec: the rcode (default NOERROR), the
+// expected records (each must be in the answer), the AD flag with dnssec.
+func judgeDNS(s *polycrate.DNSSpec, r *polycrate.CheckResult, rcode string, records []string, ad bool) *Failure {
 	want := strings.ToUpper(s.ExpectedRcode)
 	if want == "" {
 		want = "NOERROR"
 	}
 	if rcode != want {
-		out.Failure = fail(ErrDNSRcode, fmt.Sprintf("rcode %s, expected %s", rcode, want))
-		return out
+		return fail(ErrDNSRcode, fmt.Sprintf("rcode %s, expected %s", rcode, want))
 	}
 	if len(s.ExpectedResults) > 0 {
 		matched := true
@@ -117,14 +130,13 @@ func (p *Prober) checkDNS(ctx context.Context, t Target) Outcome {
 		}
 		r.DNSMatched = &matched
 		if !matched {
-			out.Failure = fail(ErrDNSResultsMismatch, fmt.Sprintf("answer %v, expected %v", records, s.ExpectedResults))
-			return out
+			return fail(ErrDNSResultsMismatch, fmt.Sprintf("answer %v, expected %v", records, s.ExpectedResults))
 		}
 	}
 	if s.DNSSEC && !ad {
-		out.Failure = fail(ErrDNSSECInvalid, "the answer is not authenticated (no AD flag)")
+		return fail(ErrDNSSECInvalid, "the answer is not authenticated (no AD flag)")
 	}
-	return out
+	return nil
 }
 
 // sameRecord compares a record's value with an expected one, ignoring case and a

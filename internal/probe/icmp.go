@@ -53,21 +53,10 @@ func (p *Prober) checkICMP(ctx context.Context, t Target) Outcome {
 		spacing = min(time.Duration(s.Interval*float64(time.Second)), 10*time.Second)
 	}
 	r := &out.Result
-	resolver := p.Resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
-	ips, err := resolver.LookupIPAddr(ctx, t.Address)
+	ip, err := p.resolveIP(ctx, t.Address)
 	if err != nil {
 		out.Failure = classify(err)
 		return out
-	}
-	ip := ips[0].IP
-	for _, a := range ips {
-		if a.IP.To4() != nil {
-			ip = a.IP
-			break
-		}
 	}
 	r.ResolvedIP = polycrate.Ptr(ip.String())
 	conn, raw, err := p.openICMP(ip.To4() != nil)
@@ -112,6 +101,36 @@ func (p *Prober) checkICMP(ctx context.Context, t Target) Outcome {
 		}
 		rtts = append(rtts, rtt)
 	}
+	icmpFigures(r, sent, rtts)
+	if out.Failure == nil && len(rtts) == 0 {
+		out.Failure = fail(ErrPacketLoss, fmt.Sprintf("no reply to %d echo requests", sent))
+	}
+	return out
+}
+
+// resolveIP resolves a check's address, an IPv4 address first.
+func (p *Prober) resolveIP(ctx context.Context, address string) (net.IP, error) {
+	resolver := p.Resolver
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	ips, err := resolver.LookupIPAddr(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	ip := ips[0].IP
+	for _, a := range ips {
+		if a.IP.To4() != nil {
+			ip = a.IP
+			break
+		}
+	}
+	return ip, nil
+}
+
+// icmpFigures are the packets sent and received, the loss and the round-trip
+// times min/avg/max of an ICMP check.
+func icmpFigures(r *polycrate.CheckResult, sent int, rtts []time.Duration) {
 	r.ICMPPacketsSent, r.ICMPPacketsReceived = polycrate.Ptr(sent), polycrate.Ptr(len(rtts))
 	if sent > 0 {
 		r.ICMPPacketLossPercent = polycrate.Ptr(100 * float64(sent-len(rtts)) / float64(sent))
@@ -124,10 +143,6 @@ func (p *Prober) checkICMP(ctx context.Context, t Target) Outcome {
 		ms := func(d time.Duration) *float64 { return polycrate.Ptr(float64(d.Microseconds()) / 1000) }
 		r.ICMPMinRTTMS, r.ICMPMaxRTTMS, r.ICMPRTTMS = ms(lo), ms(hi), ms(sum/time.Duration(len(rtts)))
 	}
-	if out.Failure == nil && len(rtts) == 0 {
-		out.Failure = fail(ErrPacketLoss, fmt.Sprintf("no reply to %d echo requests", sent))
-	}
-	return out
 }
 
 // openICMP opens an ICMP socket as the mode allows; raw says it is a raw socket.

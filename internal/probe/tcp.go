@@ -58,9 +58,17 @@ func (p *Prober) checkTCP(ctx context.Context, t Target) Outcome {
 			return out
 		}
 	}
+	out.Failure = readAnswer(conn, s, r, deadline)
+	return out
+}
+
+// readAnswer reads what the server says (a banner, or the answer to
+// send_string) until expected_response shows, the server stops, MaxBannerBytes,
+// or a short quiet period when nothing is expected, and judges it.
+func readAnswer(conn net.Conn, s *polycrate.TCPSpec, r *polycrate.CheckResult, deadline time.Time) *Failure {
 	want := []byte(s.ExpectedResponse)
 	if len(want) == 0 && s.SendString != "" {
-		return out // sent; nothing to wait for
+		return nil // sent; nothing to wait for
 	}
 	// Read what the server says (a banner, or the answer) until the expected
 	// response shows, the server stops, MaxBannerBytes, or a short quiet period
@@ -82,11 +90,9 @@ func (p *Prober) checkTCP(ctx context.Context, t Target) Outcome {
 				r.TCPBanner = banner(buf)
 				r.TCPResponseMatched = polycrate.Ptr(false)
 				if f := classify(err); f.Code != ErrConnectionClosed.Code {
-					out.Failure = f
-					return out
+					return f
 				}
-				out.Failure = fail(ErrResponseMismatch, fmt.Sprintf("the answer does not contain %q", truncate(s.ExpectedResponse, 64)))
-				return out
+				return fail(ErrResponseMismatch, fmt.Sprintf("the answer does not contain %q", truncate(s.ExpectedResponse, 64)))
 			}
 			break // no banner expected: a quiet server is fine
 		}
@@ -96,10 +102,10 @@ func (p *Prober) checkTCP(ctx context.Context, t Target) Outcome {
 		matched := bytes.Contains(buf, want)
 		r.TCPResponseMatched = &matched
 		if !matched {
-			out.Failure = fail(ErrResponseMismatch, fmt.Sprintf("the answer does not contain %q", truncate(s.ExpectedResponse, 64)))
+			return fail(ErrResponseMismatch, fmt.Sprintf("the answer does not contain %q", truncate(s.ExpectedResponse, 64)))
 		}
 	}
-	return out
+	return nil
 }
 
 // banner is the first line the server sent, trimmed (nil when it sent nothing).

@@ -162,50 +162,13 @@ type Report struct {
 }
 
 func main() {
-	var c config
-	var sizes string
-	flag.StringVar(&sizes, "sizes", "", "comma-separated tiers of annotated Ingresses, each measured in a fresh control plane and emulator (e.g. 1000,5000,20000); empty: -ingresses")
-	flag.IntVar(&c.ingresses, "ingresses", 5000, "annotated Ingresses present before the operator starts (one tier; -sizes for several)")
-	flag.IntVar(&c.hosts, "hosts", 2, "hosts per Ingress")
-	flag.IntVar(&c.podsPerIngress, "pods-per-ingress", 4, "Pods in the cluster for the memory phase, per Ingress of the tier")
-	flag.IntVar(&c.secretsPerIngress, "secrets-per-ingress", 1, "unrelated 4 KiB Secrets for the memory phase, per Ingress of the tier")
-	flag.IntVar(&c.pods, "pods", 0, "Pods for the memory phase (0: -pods-per-ingress × Ingresses)")
-	flag.IntVar(&c.secrets, "secrets", 0, "Secrets for the memory phase (0: -secrets-per-ingress × Ingresses)")
-	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of the Pods, annotated polycrate_k8sapp_name (100 apps)")
-	flag.IntVar(&c.changes, "changes", 200, "annotation changes for the propagation phase")
-	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling and of the workload's creation")
-	flag.BoolVar(&c.ceilingAfter, "ceiling-after", true, "measure the write ceiling again after the convergence (the operator stopped; reported beside the ratio)")
-	flag.BoolVar(&c.restartProfile, "restart-profile", false, "write the operator's CPU profile of a restart's first 12 s to restart-cpu-N.pb.gz (profiling costs a little CPU: off for the figures)")
-	flag.DurationVar(&c.restartWindow, "restart-window", 2*time.Minute, "how long to count writes after a restart")
-	flag.DurationVar(&c.brownout, "brownout", 60*time.Second, "how long the API fails every write in the brownout phase")
-	flag.IntVar(&c.brownoutIngresses, "brownout-ingresses", 500, "Ingresses created for the brownout phase")
-	flag.DurationVar(&c.timeout, "timeout", 0, "give up on a phase after this long (0: scaled to the tier, 5 min + 30 ms per Endpoint and 5 ms per Pod)")
-	flag.StringVar(&c.stopAfter, "stop-after", "", "end each tier after this phase (convergence, restart, memory, propagation); empty runs all")
-	flag.StringVar(&c.pprof, "pprof", "", "serve the operator's /debug/pprof on this address (e.g. 127.0.0.1:6060)")
-	flag.StringVar(&c.operatorArgs, "operator-args", "", "extra flags for the operator, space-separated (the defaults are measured without)")
-	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness process's CPU profile (emulator included) to this file")
-	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json, results.txt and convergence-<size>.svg go")
-	flag.Parse()
-	// envtest logs through controller-runtime's logger: nothing of it belongs in the tables.
-	crlog.SetLogger(logr.Discard())
-	if sizes == "" {
-		c.sizes = []int{c.ingresses}
-	} else {
-		for _, f := range strings.Split(sizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				fmt.Fprintf(os.Stderr, "perf: -sizes: %q is not a positive number\n", f)
-				os.Exit(2)
-			}
-			c.sizes = append(c.sizes, n)
-		}
-	}
-	switch c.stopAfter {
-	case "", pConvergence, pRestart, pMemory, pPropagation:
-	default:
-		fmt.Fprintf(os.Stderr, "perf: -stop-after %q: one of convergence, restart, memory, propagation\n", c.stopAfter)
+	c, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
 		os.Exit(2)
 	}
+	// envtest logs through controller-runtime's logger: nothing of it belongs in the tables.
+	crlog.SetLogger(logr.Discard())
 	stopProfile := func() {}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
@@ -267,6 +230,51 @@ func main() {
 	os.Exit(rep.Exit)
 }
 
+// parseFlags reads the command line.
+func parseFlags() (config, error) {
+	var c config
+	var sizes string
+	flag.StringVar(&sizes, "sizes", "", "comma-separated tiers of annotated Ingresses, each measured in a fresh control plane and emulator (e.g. 1000,5000,20000); empty: -ingresses")
+	flag.IntVar(&c.ingresses, "ingresses", 5000, "annotated Ingresses present before the operator starts (one tier; -sizes for several)")
+	flag.IntVar(&c.hosts, "hosts", 2, "hosts per Ingress")
+	flag.IntVar(&c.podsPerIngress, "pods-per-ingress", 4, "Pods in the cluster for the memory phase, per Ingress of the tier")
+	flag.IntVar(&c.secretsPerIngress, "secrets-per-ingress", 1, "unrelated 4 KiB Secrets for the memory phase, per Ingress of the tier")
+	flag.IntVar(&c.pods, "pods", 0, "Pods for the memory phase (0: -pods-per-ingress × Ingresses)")
+	flag.IntVar(&c.secrets, "secrets", 0, "Secrets for the memory phase (0: -secrets-per-ingress × Ingresses)")
+	flag.IntVar(&c.annotatedPods, "annotated-pods", 300, "of the Pods, annotated polycrate_k8sapp_name (100 apps)")
+	flag.IntVar(&c.changes, "changes", 200, "annotation changes for the propagation phase")
+	flag.IntVar(&c.concurrency, "concurrency", 8, "concurrency of the bare-client write ceiling and of the workload's creation")
+	flag.BoolVar(&c.ceilingAfter, "ceiling-after", true, "measure the write ceiling again after the convergence (the operator stopped; reported beside the ratio)")
+	flag.BoolVar(&c.restartProfile, "restart-profile", false, "write the operator's CPU profile of a restart's first 12 s to restart-cpu-N.pb.gz (profiling costs a little CPU: off for the figures)")
+	flag.DurationVar(&c.restartWindow, "restart-window", 2*time.Minute, "how long to count writes after a restart")
+	flag.DurationVar(&c.brownout, "brownout", 60*time.Second, "how long the API fails every write in the brownout phase")
+	flag.IntVar(&c.brownoutIngresses, "brownout-ingresses", 500, "Ingresses created for the brownout phase")
+	flag.DurationVar(&c.timeout, "timeout", 0, "give up on a phase after this long (0: scaled to the tier, 5 min + 30 ms per Endpoint and 5 ms per Pod)")
+	flag.StringVar(&c.stopAfter, "stop-after", "", "end each tier after this phase (convergence, restart, memory, propagation); empty runs all")
+	flag.StringVar(&c.pprof, "pprof", "", "serve the operator's /debug/pprof on this address (e.g. 127.0.0.1:6060)")
+	flag.StringVar(&c.operatorArgs, "operator-args", "", "extra flags for the operator, space-separated (the defaults are measured without)")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness process's CPU profile (emulator included) to this file")
+	flag.StringVar(&c.out, "out", filepath.Join("test", "perf", "out"), "where results.json, results.txt and convergence-<size>.svg go")
+	flag.Parse()
+	if sizes == "" {
+		c.sizes = []int{c.ingresses}
+	} else {
+		for _, f := range strings.Split(sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("-sizes: %q is not a positive number", f)
+			}
+			c.sizes = append(c.sizes, n)
+		}
+	}
+	switch c.stopAfter {
+	case "", pConvergence, pRestart, pMemory, pPropagation:
+	default:
+		return c, fmt.Errorf("-stop-after %q: one of convergence, restart, memory, propagation", c.stopAfter)
+	}
+	return c, nil
+}
+
 func buildOperator(out string) (string, error) {
 	step("building the operator binary")
 	bin := filepath.Join(out, "polycrate-operator")
@@ -277,16 +285,18 @@ func buildOperator(out string) (string, error) {
 }
 
 type harness struct {
-	cfg    config
-	k8s    client.Client
-	rest   *rest.Config
-	api    *emulator.Server
-	apiURL string
-	bin    string
-	kcfg   string
-	op     *exec.Cmd
-	opLog  *os.File
-	mport  int
+	cfg config
+	// stopEnv stops the tier's control plane and emulator.
+	stopEnv func()
+	k8s     client.Client
+	rest    *rest.Config
+	api     *emulator.Server
+	apiURL  string
+	bin     string
+	kcfg    string
+	op      *exec.Cmd
+	opLog   *os.File
+	mport   int
 	// hport serves the operator's /readyz (its stores synced).
 	hport int
 	// pprofAddr is the operator's pprof address.
@@ -308,149 +318,21 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 	r = &Results{Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Ingresses: c.ingresses, Endpoints: c.ingresses * c.hosts, Pods: c.pods, Secrets: c.secrets}
 	h := &harness{cfg: c, bin: bin}
-	var stopEnv func()
 	// Stopped after the tier's results are written (a hanging stop loses nothing).
 	cleanup = func() {
 		// The operator first: the emulator's Close waits for its open requests.
 		h.stopOperator()
-		if stopEnv != nil {
-			stopEnv()
+		if h.stopEnv != nil {
+			h.stopEnv()
 		}
 	}
-	blocked := "" // why the remaining phases cannot run
-	phase := func(name string, f func(ctx context.Context) error) bool {
-		if blocked != "" {
-			r.Phases = append(r.Phases, Phase{Name: name, State: phaseSkipped, Reason: blocked})
-			return false
-		}
-		if ctx.Err() != nil {
-			blocked = "interrupted"
-			r.Phases = append(r.Phases, Phase{Name: name, State: phaseSkipped, Reason: blocked})
-			return false
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.phaseTimeout())
-		defer cancel()
-		start := time.Now()
-		err := f(pctx)
-		p := Phase{Name: name, State: phaseOK, Seconds: time.Since(start).Seconds()}
-		if err != nil {
-			if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-				err = fmt.Errorf("did not finish within %s: %w", c.phaseTimeout(), err)
-			}
-			p.State, p.Reason = phaseFailed, err.Error()
-			fmt.Fprintf(os.Stderr, "perf: %d Ingresses: %s FAILED: %v\n", c.ingresses, name, err)
-		}
-		r.Phases = append(r.Phases, p)
-		return err == nil
+	t := &tierRun{ctx: ctx, c: c, r: r}
+	if !t.phase(pSetup, h.startTier) {
+		t.blocked = "setup failed"
 	}
-	stopped := func(after string) bool {
-		if c.stopAfter == after {
-			blocked = "-stop-after " + after
-		}
-		return blocked != ""
-	}
-
-	if !phase(pSetup, func(ctx context.Context) error {
-		step(fmt.Sprintf("%d Ingresses: starting envtest and the API emulator", c.ingresses))
-		env, cfg, err := testutil.Start(testutil.Options{OwnCRDs: true})
-		if err != nil {
-			return err
-		}
-		stopEnv = func() { _ = env.Stop() }
-		cfg.QPS, cfg.Burst = 500, 1000
-		cfg.Timeout = 2 * time.Minute
-		h.rest = cfg
-		if h.k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()}); err != nil {
-			return err
-		}
-		if h.api, err = emulator.New(emulator.Config{}); err != nil {
-			return err
-		}
-		ts := httptest.NewServer(h.api.Handler())
-		prev := stopEnv
-		stopEnv = func() {
-			ts.CloseClientConnections()
-			done := make(chan struct{})
-			go func() { ts.Close(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second): // a request still open: the process ends soon anyway
-			}
-			prev()
-		}
-		h.apiURL = ts.URL
-		h.kcfg = filepath.Join(c.out, "kubeconfig")
-		if err := os.WriteFile(h.kcfg, env.KubeConfig, 0o600); err != nil {
-			return err
-		}
-		// The CRDs as the operator leaves them (its version annotation): otherwise its
-		// first start updates all ten, and the convergence measured would carry the
-		// API server's rebuild of their handlers — a cost of an upgrade, once.
-		if out, err := exec.CommandContext(ctx, h.bin, "install-crds", "--kubeconfig", h.kcfg).CombinedOutput(); err != nil {
-			return fmt.Errorf("install-crds: %v: %s", err, out)
-		}
-		if err := h.setup(ctx); err != nil {
-			return err
-		}
-		step(fmt.Sprintf("creating %d Ingresses with %d hosts each", c.ingresses, c.hosts))
-		return parallel(c.concurrency, c.ingresses, func(i int) error { return h.create(ctx, ingress("perf", i, c.hosts)) })
-	}) {
-		blocked = "setup failed"
-	}
-
-	phase(pCeiling, func(ctx context.Context) error {
-		step("measuring the write ceiling with a bare client")
-		var err error
-		cpu0 := testutil.ServerCPU()
-		r.CeilingSeconds, r.CeilingWrites, err = h.ceiling(ctx, "before")
-		r.CeilingServerCPU = testutil.ServerCPU() - cpu0
-		step("removing the ceiling's objects")
-		if cerr := h.cleanCeiling(ctx); cerr != nil {
-			// The operator must not see the ceiling's Endpoints: nothing after is valid.
-			blocked = "the ceiling's objects could not be removed"
-			return errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
-		}
-		return err
-	})
-
-	if !phase(pConvergence, func(ctx context.Context) error {
-		step("starting the operator; convergence")
-		start, cpu0 := time.Now(), testutil.ServerCPU()
-		if err := h.startOperator(); err != nil {
-			return err
-		}
-		timeline, depths, err := h.waitEndpoints(ctx, r.Endpoints, start)
-		r.ConvergenceServerCPU = testutil.ServerCPU() - cpu0
-		r.ConvergenceTimeline, r.ConvergenceQueueDepth = timeline, depths
-		if err != nil {
-			return err
-		}
-		r.ConvergenceSeconds = time.Since(start).Seconds()
-		idle, err := h.waitIdle(ctx)
-		if err != nil {
-			return err
-		}
-		// The work that is not the API's objects (discovery's source annotations)
-		// ends here: reported, so a change that moves work past the convergence
-		// shows where it went.
-		r.ConvergenceIdleSeconds = idle.Sub(start).Seconds()
-		m, err := h.metrics()
-		if err != nil {
-			return err
-		}
-		r.OperatorK8sWrites = k8sWrites(m)
-		r.OperatorK8sRequestsBy = k8sRequestsBy(m)
-		step(fmt.Sprintf("the operator's Kubernetes requests by method and code: %v", r.OperatorK8sRequestsBy))
-		r.K8sWritesPerEndpoint = float64(r.OperatorK8sWrites) / float64(r.Endpoints)
-		r.ReconcilesPerEndpoint = sum(m, "workqueue_adds_total") / float64(r.Endpoints)
-		r.QueueAddsPerEndpoint = byQueue(m, "workqueue_adds_total")
-		for q, n := range r.QueueAddsPerEndpoint {
-			r.QueueAddsPerEndpoint[q] = n / float64(r.Endpoints)
-		}
-		r.OperatorCPUSeconds = m["process_cpu_seconds_total"]
-		return nil
-	}) {
-		blocked = "convergence failed"
+	t.phase(pCeiling, func(ctx context.Context) error { return t.ceiling(ctx, h, "before") })
+	if !t.phase(pConvergence, func(ctx context.Context) error { return h.convergence(ctx, r) }) {
+		t.blocked = "convergence failed"
 	}
 	// The ceiling again, right after, on the converged store: how far the
 	// machine's pace and the store's growth moved the ceiling while the
@@ -458,50 +340,199 @@ func runTier(ctx context.Context, c config, bin string) (r *Results, cleanup fun
 	// here). The operator is stopped (it would sync the ceiling's Endpoints);
 	// the restart starts it.
 	if c.ceilingAfter {
-		phase(pCeilingAfter, func(ctx context.Context) error {
+		t.phase(pCeilingAfter, func(ctx context.Context) error {
 			step("stopping the operator; the write ceiling again, after the convergence")
 			h.stopOperator()
-			var err error
-			r.CeilingAfterSeconds, _, err = h.ceiling(ctx, "after")
-			step("removing the ceiling's objects")
-			if cerr := h.cleanCeiling(ctx); cerr != nil {
-				blocked = "the ceiling's objects could not be removed"
-				return errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
-			}
-			return err
+			return t.ceiling(ctx, h, "after")
 		})
 	}
 	r.setRatio()
-	if stopped(pConvergence) {
-		phase(pRestart, nil)
-	} else if !phase(pRestart, func(ctx context.Context) error {
+	if t.stopped(pConvergence) {
+		t.phase(pRestart, nil)
+	} else if !t.phase(pRestart, func(ctx context.Context) error {
 		step(fmt.Sprintf("restarting the operator; counting writes for %s", c.restartWindow))
 		return h.restart(ctx, r)
 	}) {
-		blocked = "the restarted operator's state is unknown"
+		t.blocked = "the restarted operator's state is unknown"
 	}
-	if stopped(pRestart) {
-		phase(pMemory, nil)
+	if t.stopped(pRestart) {
+		t.phase(pMemory, nil)
 	} else {
-		phase(pMemory, func(ctx context.Context) error {
+		t.phase(pMemory, func(ctx context.Context) error {
 			step(fmt.Sprintf("memory: %d Pods (%d annotated) and %d Secrets of 4 KiB", c.pods, c.annotatedPods, c.secrets))
 			return h.memory(ctx, r)
 		})
 	}
-	if stopped(pMemory) {
-		phase(pPropagation, nil)
+	if t.stopped(pMemory) {
+		t.phase(pPropagation, nil)
 	} else {
-		phase(pPropagation, func(ctx context.Context) error {
+		t.phase(pPropagation, func(ctx context.Context) error {
 			step(fmt.Sprintf("propagation of %d annotation changes", c.changes))
 			return h.propagation(ctx, r)
 		})
 	}
-	stopped(pPropagation)
-	phase(pBrownout, func(ctx context.Context) error {
+	t.stopped(pPropagation)
+	t.phase(pBrownout, func(ctx context.Context) error {
 		step(fmt.Sprintf("brownout: %s of failing writes during the convergence of %d more Ingresses", c.brownout, c.brownoutIngresses))
 		return h.brownoutPhase(ctx, r)
 	})
 	return r, cleanup
+}
+
+// tierRun runs a tier's phases in order: each ends ok, FAILED or SKIPPED with the
+// reason, and a phase whose outcome the rest needs blocks them.
+type tierRun struct {
+	ctx     context.Context
+	c       config
+	r       *Results
+	blocked string // why the remaining phases cannot run
+}
+
+// phase runs f (nil: skipped) with the phase timeout and records its outcome;
+// it reports whether f ran and succeeded.
+func (t *tierRun) phase(name string, f func(ctx context.Context) error) bool {
+	if t.blocked != "" {
+		t.r.Phases = append(t.r.Phases, Phase{Name: name, State: phaseSkipped, Reason: t.blocked})
+		return false
+	}
+	if t.ctx.Err() != nil {
+		t.blocked = "interrupted"
+		t.r.Phases = append(t.r.Phases, Phase{Name: name, State: phaseSkipped, Reason: t.blocked})
+		return false
+	}
+	pctx, cancel := context.WithTimeout(t.ctx, t.c.phaseTimeout())
+	defer cancel()
+	start := time.Now()
+	err := f(pctx)
+	p := Phase{Name: name, State: phaseOK, Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		if pctx.Err() == context.DeadlineExceeded && t.ctx.Err() == nil {
+			err = fmt.Errorf("did not finish within %s: %w", t.c.phaseTimeout(), err)
+		}
+		p.State, p.Reason = phaseFailed, err.Error()
+		fmt.Fprintf(os.Stderr, "perf: %d Ingresses: %s FAILED: %v\n", t.c.ingresses, name, err)
+	}
+	t.r.Phases = append(t.r.Phases, p)
+	return err == nil
+}
+
+// stopped: -stop-after names this phase, or the phases are blocked.
+func (t *tierRun) stopped(after string) bool {
+	if t.c.stopAfter == after {
+		t.blocked = "-stop-after " + after
+	}
+	return t.blocked != ""
+}
+
+// ceiling measures the write ceiling (before or after the convergence) and
+// removes its objects; if they stay, nothing after is valid.
+func (t *tierRun) ceiling(ctx context.Context, h *harness, which string) error {
+	if which == "before" {
+		step("measuring the write ceiling with a bare client")
+	}
+	var err error
+	cpu0 := testutil.ServerCPU()
+	if which == "before" {
+		t.r.CeilingSeconds, t.r.CeilingWrites, err = h.ceiling(ctx, which)
+		t.r.CeilingServerCPU = testutil.ServerCPU() - cpu0
+	} else {
+		t.r.CeilingAfterSeconds, _, err = h.ceiling(ctx, which)
+	}
+	step("removing the ceiling's objects")
+	if cerr := h.cleanCeiling(ctx); cerr != nil {
+		// The operator must not see the ceiling's Endpoints: nothing after is valid.
+		t.blocked = "the ceiling's objects could not be removed"
+		return errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
+	}
+	return err
+}
+
+// startTier starts envtest and the emulator, installs the CRDs, and creates the
+// tier's Ingresses (stopped by h.stopEnv).
+func (h *harness) startTier(ctx context.Context) error {
+	step(fmt.Sprintf("%d Ingresses: starting envtest and the API emulator", h.cfg.ingresses))
+	env, cfg, err := testutil.Start(testutil.Options{OwnCRDs: true})
+	if err != nil {
+		return err
+	}
+	h.stopEnv = func() { _ = env.Stop() }
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.Timeout = 2 * time.Minute
+	h.rest = cfg
+	if h.k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()}); err != nil {
+		return err
+	}
+	if h.api, err = emulator.New(emulator.Config{}); err != nil {
+		return err
+	}
+	ts := httptest.NewServer(h.api.Handler())
+	prev := h.stopEnv
+	h.stopEnv = func() {
+		ts.CloseClientConnections()
+		done := make(chan struct{})
+		go func() { ts.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a request still open: the process ends soon anyway
+		}
+		prev()
+	}
+	h.apiURL = ts.URL
+	h.kcfg = filepath.Join(h.cfg.out, "kubeconfig")
+	if err := os.WriteFile(h.kcfg, env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	// The CRDs as the operator leaves them (its version annotation): otherwise its
+	// first start updates all ten, and the convergence measured would carry the
+	// API server's rebuild of their handlers — a cost of an upgrade, once.
+	if out, err := exec.CommandContext(ctx, h.bin, "install-crds", "--kubeconfig", h.kcfg).CombinedOutput(); err != nil {
+		return fmt.Errorf("install-crds: %v: %s", err, out)
+	}
+	if err := h.setup(ctx); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("creating %d Ingresses with %d hosts each", h.cfg.ingresses, h.cfg.hosts))
+	return parallel(h.cfg.concurrency, h.cfg.ingresses, func(i int) error { return h.create(ctx, ingress("perf", i, h.cfg.hosts)) })
+}
+
+// convergence starts the operator and measures until the API holds every
+// endpoint and the operator is idle: times, CPU, requests, queue adds.
+func (h *harness) convergence(ctx context.Context, r *Results) error {
+	step("starting the operator; convergence")
+	start, cpu0 := time.Now(), testutil.ServerCPU()
+	if err := h.startOperator(); err != nil {
+		return err
+	}
+	timeline, depths, err := h.waitEndpoints(ctx, r.Endpoints, start)
+	r.ConvergenceServerCPU = testutil.ServerCPU() - cpu0
+	r.ConvergenceTimeline, r.ConvergenceQueueDepth = timeline, depths
+	if err != nil {
+		return err
+	}
+	r.ConvergenceSeconds = time.Since(start).Seconds()
+	idle, err := h.waitIdle(ctx)
+	if err != nil {
+		return err
+	}
+	// The work that is not the API's objects (discovery's source annotations)
+	// ends here: reported, so a change that moves work past the convergence
+	// shows where it went.
+	r.ConvergenceIdleSeconds = idle.Sub(start).Seconds()
+	m, err := h.metrics()
+	if err != nil {
+		return err
+	}
+	r.OperatorK8sWrites = k8sWrites(m)
+	r.OperatorK8sRequestsBy = k8sRequestsBy(m)
+	step(fmt.Sprintf("the operator's Kubernetes requests by method and code: %v", r.OperatorK8sRequestsBy))
+	r.K8sWritesPerEndpoint = float64(r.OperatorK8sWrites) / float64(r.Endpoints)
+	r.ReconcilesPerEndpoint = sum(m, "workqueue_adds_total") / float64(r.Endpoints)
+	r.QueueAddsPerEndpoint = byQueue(m, "workqueue_adds_total")
+	for q, n := range r.QueueAddsPerEndpoint {
+		r.QueueAddsPerEndpoint[q] = n / float64(r.Endpoints)
+	}
+	r.OperatorCPUSeconds = m["process_cpu_seconds_total"]
+	return nil
 }
 
 // pause waits d (a measurement window), or until ctx ends.

@@ -254,6 +254,14 @@ func (r *Reconciler[O, P]) sync(ctx context.Context, obj O) error {
 	if c == nil {
 		return controller.NotConnected
 	}
+	return r.write(ctx, c, obj, st, payload, hash)
+}
+
+// write makes the API hold payload for obj: its recorded API object when that
+// still exists (unchanged: nothing sent), else the one found by its natural key
+// (adopted), else a new one (a create the API refuses as a duplicate is
+// adopted); the status records the id once the API confirmed the write.
+func (r *Reconciler[O, P]) write(ctx context.Context, c *polycrate.Client, obj O, st v1.SyncState, payload P, hash string) error {
 	a := r.Kind.Adapter
 	id := st.APIID
 	if id != "" {

@@ -123,57 +123,16 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 		return ctrl.Result{}, nil
 	}
 
-	// 3. The token.
-	token, reason, msg := r.token(ctx, spec.APISync.CredentialsRef)
-	if reason != "" {
-		r.Conn.Disconnect()
-		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		return ctrl.Result{}, nil // the Secret watch brings us back
-	}
-	changed, err := r.Conn.Configure(spec.APISync.APIURL, spec.APISync.CACertificate, token)
-	if err != nil {
-		reason := v1.ReasonInvalidSpec
-		if errors.Is(err, polycrate.ErrInvalidCA) {
-			reason = v1.ReasonInvalidCACertificate
-		}
-		r.Conn.Disconnect()
-		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, err.Error())
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
-		return ctrl.Result{}, nil
-	}
-	r.circuitCondition(oc)
-	if changed {
-		r.Reporter.ReportNow()
-		// Objects that found no connection (e.g. a deletion waiting to look up its
-		// API object, in the moment between publish and this step) look again now
-		// rather than after their recheck interval.
-		r.Config.Notify()
+	// 3. The token and the connection.
+	if !r.connect(ctx, oc) {
+		return ctrl.Result{}, nil // the Secret watch or a spec change brings us back
 	}
 
 	// 4. The health report's answer: connected, and which workspace.
-	last := r.Health.Last()
-	switch {
-	case last == nil || last.At.IsZero():
-		// After a restart the conditions of the previous run stand until the first
-		// report says otherwise (seconds): setting them Unknown and back would be two
-		// status writes and reset transition times on every restart.
-		if c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionAPIConnected); c == nil || c.ObservedGeneration != oc.Generation {
-			r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
-			r.setCondition(oc, v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
-		}
-		return ctrl.Result{}, nil
-	case last.Err != nil:
-		o := controller.Classify(last.Err)
-		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, o.Reason, o.Message)
-		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, o.Reason, o.Message)
-		if oc.Status.APISync == nil {
-			r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionFalse, v1.ReasonWorkspaceNotResolved, "no health report accepted yet")
-		}
+	h := r.answered(oc)
+	if h == nil {
 		return ctrl.Result{}, nil // the reporter retries with backoff and tells us
 	}
-	h := last.Response
-	r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected, "health reports are accepted by "+spec.APISync.APIURL)
 	r.resolveWorkspace(oc, h)
 
 	// 5. The local cluster and the operator's own app.
@@ -194,6 +153,67 @@ func (r *Reconciler) reconcile(ctx context.Context, log logr.Logger, oc *v1.Oper
 	r.setCondition(oc, v1.ConditionReady, metav1.ConditionTrue, v1.ReasonConnected,
 		fmt.Sprintf("connected as agent of workspace %s (organization %s)", h.WorkspaceName, ptr.Deref(h.OrganizationName, "-")))
 	return result, nil
+}
+
+// connect configures the API connection from the spec and the token Secret;
+// false when it cannot (API connected and Ready say why).
+func (r *Reconciler) connect(ctx context.Context, oc *v1.OperatorConfig) bool {
+	token, reason, msg := r.token(ctx, oc.Spec.APISync.CredentialsRef)
+	if reason != "" {
+		r.Conn.Disconnect()
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, msg)
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		return false
+	}
+	changed, err := r.Conn.Configure(oc.Spec.APISync.APIURL, oc.Spec.APISync.CACertificate, token)
+	if err != nil {
+		reason := v1.ReasonInvalidSpec
+		if errors.Is(err, polycrate.ErrInvalidCA) {
+			reason = v1.ReasonInvalidCACertificate
+		}
+		r.Conn.Disconnect()
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, reason, err.Error())
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
+		return false
+	}
+	r.circuitCondition(oc)
+	if changed {
+		r.Reporter.ReportNow()
+		// Objects that found no connection (e.g. a deletion waiting to look up its
+		// API object, in the moment between publish and this step) look again now
+		// rather than after their recheck interval.
+		r.Config.Notify()
+	}
+	return true
+}
+
+// answered is the last health report's answer: the API accepted the token
+// (APIConnected True); nil before the first report or after a failed one
+// (the conditions say which).
+func (r *Reconciler) answered(oc *v1.OperatorConfig) *polycrate.HealthResponse {
+	last := r.Health.Last()
+	switch {
+	case last == nil || last.At.IsZero():
+		// After a restart the conditions of the previous run stand until the first
+		// report says otherwise (seconds): setting them Unknown and back would be two
+		// status writes and reset transition times on every restart.
+		if c := meta.FindStatusCondition(oc.Status.Conditions, v1.ConditionAPIConnected); c == nil || c.ObservedGeneration != oc.Generation {
+			r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+			r.setCondition(oc, v1.ConditionReady, metav1.ConditionUnknown, v1.ReasonWaitingForHealthReport, "waiting for the first health report")
+		}
+		return nil
+	case last.Err != nil:
+		o := controller.Classify(last.Err)
+		r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionFalse, o.Reason, o.Message)
+		r.setCondition(oc, v1.ConditionReady, metav1.ConditionFalse, o.Reason, o.Message)
+		if oc.Status.APISync == nil {
+			r.setCondition(oc, v1.ConditionWorkspaceResolved, metav1.ConditionFalse, v1.ReasonWorkspaceNotResolved, "no health report accepted yet")
+		}
+		return nil
+	}
+	h := last.Response
+	r.setCondition(oc, v1.ConditionAPIConnected, metav1.ConditionTrue, v1.ReasonConnected, "health reports are accepted by "+oc.Spec.APISync.APIURL)
+	return h
 }
 
 // specCurrent says which deprecated fields the spec sets and that they are
@@ -350,67 +370,17 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 		return ctrl.Result{}, nil
 	}
 	c := r.Conn.Client()
-	var cluster *polycrate.K8sCluster
-	if st := oc.Status.LocalCluster; st != nil && st.ClusterID != "" {
-		got, err := c.K8sClusters().Get(ctx, st.ClusterID)
-		switch {
-		case err == nil:
-			cluster = got
-		case polycrate.IsNotFound(err):
-			log.Info("the registered cluster is gone from the API; resolving again", "clusterID", st.ClusterID)
-			oc.Status.LocalCluster = nil
-		default:
-			return ctrl.Result{}, err
-		}
-	}
-	if cluster == nil && r.lastLocal != nil {
-		got, err := c.K8sClusters().Get(ctx, r.lastLocal.ClusterID)
-		switch {
-		case err == nil:
-			cluster = got
-			oc.Status.LocalCluster = r.lastLocal.DeepCopy()
-		case polycrate.IsNotFound(err): // gone, or another workspace after a token rotation
-			r.lastLocal = nil
-		default:
-			return ctrl.Result{}, err
-		}
+	cluster, err := r.knownCluster(ctx, log, c, oc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if cluster == nil {
-		rows, err := c.K8sClusters().List(ctx, nil)
-		if err != nil {
+		if cluster, err = r.registerCluster(ctx, log, c, oc); err != nil {
 			return ctrl.Result{}, err
 		}
-		source := "adopted"
-		switch {
-		case len(rows) > 0:
-			cluster, err = c.K8sClusters().Get(ctx, rows[0].ID)
-		case spec.ClusterName == "":
-			r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated,
-				"the workspace has no cluster in the API and local_cluster.cluster_name is not set: none is created")
+		if cluster == nil { // none to adopt, no name to create one with
 			return ctrl.Result{RequeueAfter: controller.RequeueResync}, nil
-		default:
-			source = "created"
-			cluster, err = c.K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: spec.ClusterName,
-				KubernetesVersion: polycrate.Ptr(r.KubernetesVersion)})
-			if polycrate.IsConflict(err) { // created concurrently: adopt it
-				source = "adopted"
-				var again []polycrate.K8sClusterRow
-				if again, err = c.K8sClusters().List(ctx, nil); err == nil && len(again) > 0 {
-					cluster, err = c.K8sClusters().Get(ctx, again[0].ID)
-				}
-			}
 		}
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		now := metav1.Now()
-		oc.Status.LocalCluster = &v1.LocalClusterStatus{ClusterID: cluster.ID, ClusterName: cluster.Name, Source: source, RegisteredAt: &now}
-		log.Info("local cluster "+source, "clusterID", cluster.ID, "name", cluster.Name)
-		reason := v1.ReasonLocalClusterAdopted
-		if source == "created" {
-			reason = v1.ReasonLocalClusterRegistered
-		}
-		r.event(oc, corev1.EventTypeNormal, reason, fmt.Sprintf("local cluster %s %s (%s)", cluster.Name, source, cluster.ID))
 	}
 	r.lastLocal = oc.Status.LocalCluster.DeepCopy()
 	r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionTrue, v1.ReasonLocalClusterRegistered,
@@ -432,6 +402,82 @@ func (r *Reconciler) localCluster(ctx context.Context, log logr.Logger, oc *v1.O
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: controller.RequeueResync}, nil
+}
+
+// knownCluster is the API cluster the operator registered before (its status,
+// else the last one this process saw: a status lost with a recreated
+// OperatorConfig); nil when there is none or it is gone from the API.
+func (r *Reconciler) knownCluster(ctx context.Context, log logr.Logger, c *polycrate.Client, oc *v1.OperatorConfig) (*polycrate.K8sCluster, error) {
+	var cluster *polycrate.K8sCluster
+	if st := oc.Status.LocalCluster; st != nil && st.ClusterID != "" {
+		got, err := c.K8sClusters().Get(ctx, st.ClusterID)
+		switch {
+		case err == nil:
+			cluster = got
+		case polycrate.IsNotFound(err):
+			log.Info("the registered cluster is gone from the API; resolving again", "clusterID", st.ClusterID)
+			oc.Status.LocalCluster = nil
+		default:
+			return nil, err
+		}
+	}
+	if cluster == nil && r.lastLocal != nil {
+		got, err := c.K8sClusters().Get(ctx, r.lastLocal.ClusterID)
+		switch {
+		case err == nil:
+			cluster = got
+			oc.Status.LocalCluster = r.lastLocal.DeepCopy()
+		case polycrate.IsNotFound(err): // gone, or another workspace after a token rotation
+			r.lastLocal = nil
+		default:
+			return nil, err
+		}
+	}
+	return cluster, nil
+}
+
+// registerCluster adopts the workspace's cluster or creates one named
+// local_cluster.cluster_name (a concurrent create is adopted); nil, nil when
+// there is none and no name to create one with (the condition says so).
+func (r *Reconciler) registerCluster(ctx context.Context, log logr.Logger, c *polycrate.Client, oc *v1.OperatorConfig) (*polycrate.K8sCluster, error) {
+	spec := oc.Spec.LocalCluster
+	var cluster *polycrate.K8sCluster
+	rows, err := c.K8sClusters().List(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	source := "adopted"
+	switch {
+	case len(rows) > 0:
+		cluster, err = c.K8sClusters().Get(ctx, rows[0].ID)
+	case spec.ClusterName == "":
+		r.setCondition(oc, v1.ConditionLocalClusterRegistered, metav1.ConditionFalse, v1.ReasonLocalClusterNotCreated,
+			"the workspace has no cluster in the API and local_cluster.cluster_name is not set: none is created")
+		return nil, nil
+	default:
+		source = "created"
+		cluster, err = c.K8sClusters().Create(ctx, polycrate.K8sClusterRequest{Kind: "generic", Name: spec.ClusterName,
+			KubernetesVersion: polycrate.Ptr(r.KubernetesVersion)})
+		if polycrate.IsConflict(err) { // created concurrently: adopt it
+			source = "adopted"
+			var again []polycrate.K8sClusterRow
+			if again, err = c.K8sClusters().List(ctx, nil); err == nil && len(again) > 0 {
+				cluster, err = c.K8sClusters().Get(ctx, again[0].ID)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := metav1.Now()
+	oc.Status.LocalCluster = &v1.LocalClusterStatus{ClusterID: cluster.ID, ClusterName: cluster.Name, Source: source, RegisteredAt: &now}
+	log.Info("local cluster "+source, "clusterID", cluster.ID, "name", cluster.Name)
+	reason := v1.ReasonLocalClusterAdopted
+	if source == "created" {
+		reason = v1.ReasonLocalClusterRegistered
+	}
+	r.event(oc, corev1.EventTypeNormal, reason, fmt.Sprintf("local cluster %s %s (%s)", cluster.Name, source, cluster.ID))
+	return cluster, nil
 }
 
 // PreflightSource is the checklist runner as the controller reads it.

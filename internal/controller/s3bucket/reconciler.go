@@ -161,6 +161,32 @@ func (r *Reconciler) reconcile(ctx context.Context, b *v1.S3Bucket, patcher *con
 	return ctrl.Result{RequeueAfter: cmp.Or(r.Resync, controller.RequeueResync)}, nil
 }
 
+// regionOf is the API id of the S3 region spec.region names (by name or
+// region code; nil when none is asked for); an unknown region is permanent.
+func regionOf(ctx context.Context, c *polycrate.Client, want string) (*string, error) {
+	if want == "" {
+		return nil, nil
+	}
+	regions, err := c.Regions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	var regionID *string
+	for _, reg := range regions {
+		names = append(names, reg.Name)
+		if reg.Name == want || (reg.Region != nil && *reg.Region == want) {
+			id := reg.ID
+			regionID = &id
+		}
+	}
+	if regionID == nil {
+		slices.Sort(names)
+		return nil, controller.Permanent(v1.ReasonUnknownRegion, fmt.Sprintf("region %q is not an S3 region of the Polycrate API; valid: %s", want, strings.Join(names, ", ")))
+	}
+	return regionID, nil
+}
+
 // bucket returns the API bucket of the CR: the one it already has, else an
 // existing one of the same name and region (adopt), else a new one.
 func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bucket, patcher *controller.StatusPatcher) (*polycrate.Bucket, error) {
@@ -176,24 +202,9 @@ func (r *Reconciler) bucket(ctx context.Context, c *polycrate.Client, b *v1.S3Bu
 		r.event(b, corev1.EventTypeWarning, v1.ReasonRecreated, fmt.Sprintf("bucket %s was deleted in the API; provisioning it again", id))
 		b.Status.APIID = ""
 	}
-	var regionID *string
-	if want := b.Spec.Region; want != "" {
-		regions, err := c.Regions(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, reg := range regions {
-			names = append(names, reg.Name)
-			if reg.Name == want || (reg.Region != nil && *reg.Region == want) {
-				id := reg.ID
-				regionID = &id
-			}
-		}
-		if regionID == nil {
-			slices.Sort(names)
-			return nil, controller.Permanent(v1.ReasonUnknownRegion, fmt.Sprintf("region %q is not an S3 region of the Polycrate API; valid: %s", want, strings.Join(names, ", ")))
-		}
+	regionID, err := regionOf(ctx, c, b.Spec.Region)
+	if err != nil {
+		return nil, err
 	}
 	row, err := c.FindBucket(ctx, b.Spec.Name)
 	if err != nil {

@@ -117,33 +117,9 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource))
 		hosts = hosts[:MaxHostsPerSource]
 	}
-	wanted := map[string]bool{}
-	hostOf := map[string]string{} // Endpoint name → the host that took it in this pass
-	var checks []annotations.Check
-	for _, h := range hosts {
-		name := endpointName(h.Name)
-		if first, taken := hostOf[name]; taken {
-			// Two hosts of one source, one CR name: declaring both would flip the CR
-			// between them forever (and the API object with it). The first keeps it.
-			r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonNameCollision,
-				fmt.Sprintf("hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name))
-			continue
-		}
-		hostOf[name] = h.Name
-		owner, claimed, err := r.claimedElsewhere(ctx, obj, name, h.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if claimed != "" {
-			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, in.Kind())
-			if claimed == claimCollision {
-				reason, msg = v1.ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
-			}
-			r.Events("Discover").Event(obj, corev1.EventTypeWarning, reason, msg)
-			continue
-		}
-		wanted[name] = true
-		checks = append(checks, settings.For(h.Name, h.Source))
+	wanted, checks, err := r.claim(ctx, obj, hosts, settings)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	wrote, err := applyEndpoints(ctx, r.Client, obj, in.Label(), checks, settings)
 	if err != nil {
@@ -164,6 +140,42 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	return ctrl.Result{}, r.annotateSource(ctx, obj, owned, wanted)
+}
+
+// claim decides which hosts of a selected source get an Endpoint CR here: not
+// a second host of the same CR name in this source, not a host another source
+// monitors already (each refusal a Warning event). It returns the CR names
+// and the checks to declare.
+func (r *SourceReconciler) claim(ctx context.Context, obj client.Object, hosts []Host, settings annotations.Settings) (map[string]bool, []annotations.Check, error) {
+	wanted := map[string]bool{}
+	hostOf := map[string]string{} // Endpoint name → the host that took it in this pass
+	var checks []annotations.Check
+	for _, h := range hosts {
+		name := endpointName(h.Name)
+		if first, taken := hostOf[name]; taken {
+			// Two hosts of one source, one CR name: declaring both would flip the CR
+			// between them forever (and the API object with it). The first keeps it.
+			r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonNameCollision,
+				fmt.Sprintf("hosts %s and %s map to the same Endpoint name %s; %s is not monitored", first, h.Name, name, h.Name))
+			continue
+		}
+		hostOf[name] = h.Name
+		owner, claimed, err := r.claimedElsewhere(ctx, obj, name, h.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if claimed != "" {
+			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, r.Inspector.Kind())
+			if claimed == claimCollision {
+				reason, msg = v1.ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
+			}
+			r.Events("Discover").Event(obj, corev1.EventTypeWarning, reason, msg)
+			continue
+		}
+		wanted[name] = true
+		checks = append(checks, settings.For(h.Name, h.Source))
+	}
+	return wanted, checks, nil
 }
 
 // release deletes the source's Endpoints, waits until they are gone, and removes
