@@ -30,7 +30,7 @@ ENVTEST_LDFLAGS := -X k8s.io/component-base/version.gitVersion=v$(ENVTEST_K8S_VE
 # A user-provided KUBEBUILDER_ASSETS wins over the built one.
 KUBEBUILDER_ASSETS ?= $(ENVTEST_ASSETS_DIR)
 export KUBEBUILDER_ASSETS
-# cert-manager's DNS01 conformance fixture (internal/dns01) looks its binaries up
+# cert-manager's DNS01 conformance fixture (internal/webhooks/dns01) looks its binaries up
 # at package init; it never runs kubectl (it applies no fixture manifests), but
 # wants the variable set.
 export TEST_ASSET_ETCD ?= $(KUBEBUILDER_ASSETS)/etcd
@@ -94,8 +94,8 @@ FUZZTIME ?= 5s
 # sit in test packages of 600 to 1,300 dependencies (minutes to instrument on a
 # cold machine): make test runs their seed corpora, make fuzz fuzzes them.
 FUZZ_LIGHT_TARGETS := ./internal/annotations:FuzzParse ./internal/metasecret:FuzzParse ./internal/names:FuzzNames ./internal/names:FuzzEndpointInjective \
-  ./internal/polycrate:FuzzResponseDecoding ./internal/dnsname:FuzzRelativeAbsolute
-FUZZ_TARGETS := $(FUZZ_LIGHT_TARGETS) ./internal/emulator:FuzzRequestDecoding ./internal/externaldns:FuzzWebhookBodies ./internal/dns01:FuzzChallenge
+  ./internal/polycrate:FuzzResponseDecoding ./internal/webhooks/dnsname:FuzzRelativeAbsolute
+FUZZ_TARGETS := $(FUZZ_LIGHT_TARGETS) ./internal/emulator:FuzzRequestDecoding ./internal/webhooks/externaldns:FuzzWebhookBodies ./internal/webhooks/dns01:FuzzChallenge
 # fuzz-short counts executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can end a clean run in a spurious "context deadline exceeded"
 # when the deadline fires while a worker is mid-call on a loaded machine

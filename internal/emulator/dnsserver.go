@@ -10,7 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/polycrate/polycrate-operator/internal/dnsname"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dnsname"
 )
 
 // The emulator answers DNS for its zones from the records it holds (what the

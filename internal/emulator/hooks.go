@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polycrate/polycrate-operator/internal/dnsname"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dnsname"
 )
 
 // beforeCreate fills server-set fields of a new object; an error refuses it.

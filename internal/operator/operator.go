@@ -29,7 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/checks/agent"
+	"github.com/polycrate/polycrate-operator/internal/checks/monitoring"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/cloud"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
@@ -40,16 +42,14 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
 	"github.com/polycrate/polycrate-operator/internal/controller/s3bucket"
 	"github.com/polycrate/polycrate-operator/internal/crds"
-	"github.com/polycrate/polycrate-operator/internal/dns01"
-	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/kube"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/metasecret"
-	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/preflight"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 	"github.com/polycrate/polycrate-operator/internal/slimcache"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dns01"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/externaldns"
 )
 
 // Options configure the operator's parts.

@@ -115,7 +115,7 @@ func StartOperatorEnv(o OperatorEnvOptions) (*OperatorEnv, error) {
 	// are not what those suites count); the monitoring suite turns it on.
 	oc.Spec.EndpointMonitoring.Enabled = ptr.To(false)
 	// Test packages run in parallel: none binds the external-dns provider's fixed
-	// port (internal/externaldns tests it on free ports).
+	// port (internal/webhooks/externaldns tests it on free ports).
 	oc.Spec.ExternalDNSWebhook.Enabled = ptr.To(false)
 	if o.Configure != nil {
 		o.Configure(oc)

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 )
 
 // TestConflictsAreRetriedRateLimitedFromAFreshRead: a status write that

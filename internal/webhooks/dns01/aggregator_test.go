@@ -35,9 +35,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dns01"
 )
 
 // frontProxy makes the aggregation layer's PKI as kubeadm does: a front-proxy CA,

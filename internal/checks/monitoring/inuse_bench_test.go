@@ -26,7 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/checks/agent"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"

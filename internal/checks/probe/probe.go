@@ -1,7 +1,7 @@
 // Package probe runs one check of an endpoint — http, tcp, icmp or dns, each by
 // its typed spec (reference core §6.3) — and describes the outcome as the API's
 // CheckResultInputRequest. It knows nothing of Kubernetes or scheduling
-// (internal/monitoring plans the checks); every check ends within its timeout and
+// (internal/checks/monitoring plans the checks); every check ends within its timeout and
 // reads a bounded amount, whatever the target does.
 package probe
 

@@ -10,8 +10,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/externaldns"
 )
 
 // FuzzWebhookBodies: whatever external-dns (or anyone who reaches the port)

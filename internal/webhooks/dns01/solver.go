@@ -14,8 +14,8 @@ import (
 	whapi "github.com/cert-manager/cert-manager/pkg/acme/webhook/apis/acme/v1alpha1"
 	"k8s.io/client-go/rest"
 
-	"github.com/polycrate/polycrate-operator/internal/dnsname"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dnsname"
 )
 
 // ChallengeTTL is the TTL of a challenge record: short, it lives for minutes.

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 )
 
 // Refresh bounds: a CR whose check state does not change gets its lastCheckAt

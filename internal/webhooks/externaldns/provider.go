@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/polycrate/polycrate-operator/internal/dnsname"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dnsname"
 )
 
 // Endpoint is external-dns's endpoint.Endpoint on the wire.

@@ -20,10 +20,10 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/externaldns"
 )
 
 type fixture struct {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 )
 
 func target(id string, interval int) probe.Target {

@@ -1,6 +1,6 @@
 // Package monitoring makes the operator the monitoring agent of the endpoints
 // the Polycrate API assigns to it: it fetches the assignment, plans every
-// endpoint's checks (Scheduler), runs them (internal/probe), and hands the
+// endpoint's checks (Scheduler), runs them (internal/checks/probe), and hands the
 // results to the health report, the metrics and the Endpoint CRs.
 package monitoring
 
@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polycrate/polycrate-operator/internal/probe"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 )
 
 // Scheduler runs each target's check on its own interval: first checks spread
@@ -69,7 +69,7 @@ const spreadRate = 50
 // an idle Go process (a timer, the poller, an OS thread taken out of its sleep)
 // cost more CPU than the check's own work: 611 → 193 CPU-µs per check in
 // BenchmarkInUse2000 together with the reused workers and the HTTP client of
-// internal/probe (docs/monitoring.md, "Performance"). A check's next one stays
+// internal/checks/probe (docs/monitoring.md, "Performance"). A check's next one stays
 // one interval after the time it was due (no drift).
 const batchWindow = 100 * time.Millisecond
 

@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/agent"
+	"github.com/polycrate/polycrate-operator/internal/checks/agent"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/controller"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 )
 
 // Defaults of the endpoint_monitoring section.

@@ -19,10 +19,10 @@ import (
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/externaldns"
 	"github.com/polycrate/polycrate-operator/internal/manager"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/externaldns"
 )
 
 // TestAFollowerServes: a replica that is not the leader (another replica holds

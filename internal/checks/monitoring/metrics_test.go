@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
-	"github.com/polycrate/polycrate-operator/internal/probe"
 )
 
 // scrape serves reg as controller-runtime's metrics server does (an error in

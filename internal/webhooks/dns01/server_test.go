@@ -26,11 +26,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
-	"github.com/polycrate/polycrate-operator/internal/dns01"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"
+	"github.com/polycrate/polycrate-operator/internal/webhooks/dns01"
 )
 
 func freePort(t *testing.T) int {

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
+	"github.com/polycrate/polycrate-operator/internal/checks/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/emulator"
-	"github.com/polycrate/polycrate-operator/internal/monitoring"
 	"github.com/polycrate/polycrate-operator/internal/operator"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 	"github.com/polycrate/polycrate-operator/internal/testutil"

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/polycrate/polycrate-operator/internal/probe"
+	"github.com/polycrate/polycrate-operator/internal/checks/probe"
 )
 
 // The check metrics, named as the seed names them (probe_success,
