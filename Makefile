@@ -69,8 +69,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: prefetch manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand), a reduced chaos run with a 3-minute soak, the chart's alerts and dashboard (test/promql), then one demo run.
+test: prefetch manifests generate vet envtest chromium ## Run all tests: unit, fuzz seeds, short fuzzing, envtest integration (control plane built on demand; the endpoints discovery suite also with --cache-mode=stock), a reduced chaos run with a 3-minute soak, the chart's alerts and dashboard (test/promql), then one demo run.
 	go test $(GO_TEST_FLAGS) ./...
+	POLYCRATE_CACHE_MODE=stock go test $(GO_TEST_FLAGS) -count=1 ./internal/controller/discovery/endpoints
 	$(MAKE) --no-print-directory fuzz-short
 	cd test/promql && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 	rm -rf bin/demo-test

@@ -36,6 +36,7 @@ type runOptions struct {
 	installCRDs      bool
 	secretNamespaces []string
 	checkDNSServer   string
+	cacheMode        string
 	zapOpts          zap.Options
 }
 
@@ -113,6 +114,7 @@ func (o *runOptions) bindFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")
 	f.IntVar(&o.burst, "kube-api-burst", DefaultKubeAPIBurst, "burst of queries to the Kubernetes API, per resource kind")
+	f.StringVar(&o.cacheMode, "cache-mode", "fast", "fast: the operator's compact field indexes, interned strings, one-pass Endpoint list and watch decoders and lazy log values; stock: the cache and logger as stock controller-runtime and client-go build them (the way back, e.g. after a client-go upgrade; docs/performance.md has what each part buys)")
 	f.BoolVar(&o.compression, "kube-api-compression", false, "ask the kube-apiserver for gzip-compressed responses and watch streams (off: the operator runs next to its API server, where compression costs both sides CPU and each watch a decompressor's memory)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zapOpts.BindFlags(zfs)
@@ -121,6 +123,13 @@ func (o *runOptions) bindFlags(cmd *cobra.Command) {
 
 // run runs the operator until cmd's context ends.
 func (o *runOptions) run(cmd *cobra.Command) error {
+	switch o.cacheMode {
+	case "fast":
+	case "stock":
+		o.mgr.StockCache = true
+	default:
+		return fmt.Errorf("--cache-mode %q: fast or stock", o.cacheMode)
+	}
 	if o.checkDNSServer != "" {
 		if _, _, err := net.SplitHostPort(o.checkDNSServer); err != nil {
 			return fmt.Errorf("--check-dns-server %q: want host:port (%w)", o.checkDNSServer, err)

@@ -223,7 +223,7 @@ func TestEndpointInformerLists(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%t", stream), func(t *testing.T) {
 			cfg, log := serveEndpoints(t, http.StatusOK, listBody(3))
-			inf := endpointInformers(cfg, NewScheme(), func() *http.Client { return nil }, stream, nil)(
+			inf := endpointInformers(cfg, NewScheme(), func() *http.Client { return nil }, stream, false, nil)(
 				&toolscache.ListWatch{}, &v1.Endpoint{}, 0, toolscache.Indexers{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

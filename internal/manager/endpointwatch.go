@@ -289,7 +289,7 @@ func (lw *endpointListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 // list instead of the LIST), every other is controller-runtime's. client
 // returns the manager's HTTP client once it exists (nil before: a client of
 // its own is built).
-func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *http.Client, stream bool, back func()) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *http.Client, stream, stock bool, back func()) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	gvk := v1.GroupVersion.WithKind("Endpoint")
 	restClient := sync.OnceValues(func() (rest.Interface, error) {
 		hc := client()
@@ -304,7 +304,7 @@ func endpointInformers(cfg *rest.Config, scheme *runtime.Scheme, client func() *
 	gate := newAPIGate(cfg, client)
 	gate.back = back
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*v1.Endpoint); ok {
+		if _, ok := obj.(*v1.Endpoint); ok && !stock {
 			lw = &endpointListWatch{list: toolscache.ToListerWatcherWithContext(lw), rest: restClient, stream: stream}
 		}
 		// Every informer comes back within seconds of its API server (resilient.go).

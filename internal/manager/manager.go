@@ -88,6 +88,16 @@ type Options struct {
 	// streaming list instead of a LIST decoded in one pass (endpointlist.go):
 	// for make perf-informer's comparison of the two.
 	StreamEndpointList bool
+	// StockCache builds the manager's cache and logger as stock
+	// controller-runtime and client-go build them: controller-runtime's field
+	// indexes instead of the compact ones (indexcache.go), managedFields stripped
+	// but no strings interned, the Endpoint informer's stock list and watch
+	// instead of the one-pass decoders (endpointlist.go, endpointwatch.go), and
+	// the logger's values encoded at once (no lazylog.go). The way back from the
+	// performance machinery (run --cache-mode=stock; docs/performance.md). The
+	// resilience of every informer (resilient.go) and the compact Pod and Secret
+	// stores are no performance options and stay.
+	StockCache bool
 	// KubeRecovery learns each time the Kubernetes API server answers again
 	// after it did not (the informers' gate, resilient.go); the controllers
 	// retry at once what failed for want of its answer (nil: nobody listens).
@@ -163,18 +173,23 @@ func managerOptions(cfg *rest.Config, o Options, lock resourcelock.Interface, sh
 		logger = ctrl.Log // controller-runtime's default
 	}
 	scheme := NewScheme()
+	// The performance machinery, or stock controller-runtime (StockCache).
+	newCache, transform, log := newCompactIndexCache, kube.InternTransform(internEndpoint, internIngress), lazyValues(logger)
+	if o.StockCache {
+		newCache, transform, log = cache.New, cache.TransformStripManagedFields(), logger
+	}
 	return ctrl.Options{
 		Scheme: scheme,
 		// Values are encoded when a line is logged, not per reconcile (lazylog.go).
-		Logger: lazyValues(logger),
+		Logger: log,
 		// Field indexes of the operator's own, a seventh of the memory
 		// (indexcache.go).
-		NewCache: newCompactIndexCache,
+		NewCache: newCache,
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in
 			// memory. The strings thousands of objects repeat (namespaces, label
 			// keys, phases) are kept once (kube.Interner).
-			DefaultTransform: kube.InternTransform(internEndpoint, internIngress),
+			DefaultTransform: transform,
 			// Pods and Secrets are watched cluster-wide into compact stores of
 			// their own (internal/slimcache), never through this cache. Should
 			// anything read them through it after all, they stay stripped here.
@@ -183,8 +198,9 @@ func managerOptions(cfg *rest.Config, o Options, lock resourcelock.Interface, sh
 				&corev1.Secret{}: {Transform: kube.StripMetadata},
 			},
 			// The Endpoint informer lists with a LIST and watches, each
-			// decoded in one pass (endpointlist.go, endpointwatch.go).
-			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList, o.KubeRecovery.Back),
+			// decoded in one pass (endpointlist.go, endpointwatch.go); every
+			// informer comes back within seconds of its API server (resilient.go).
+			NewInformer: endpointInformers(cfg, scheme, httpClient.Load, o.StreamEndpointList, o.StockCache, o.KubeRecovery.Back),
 		},
 		Metrics:                       metricsOptions(o, unfenced),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,

@@ -38,6 +38,11 @@ const EnvtestK8sVersion = "1.37.2"
 // instead of 51 MB stripped (docs/operations.md).
 const OperatorBuildTags = "grpcnotrace"
 
+// StockCache says the suites run the operator with --cache-mode=stock
+// (POLYCRATE_CACHE_MODE=stock): make test runs the endpoints discovery suite
+// that way too, so the way back from the performance machinery keeps working.
+func StockCache() bool { return os.Getenv("POLYCRATE_CACHE_MODE") == "stock" }
+
 // Options choose which CRDs the control plane starts with.
 type Options struct {
 	// OwnCRDs installs config/crd/bases.

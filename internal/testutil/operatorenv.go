@@ -163,7 +163,8 @@ func (e *OperatorEnv) StartOperator() error {
 	}
 	back := kube.NewRecovery()
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: metrics, MetricsSecure: e.metricsSecure, HealthProbeBindAddress: "0",
-		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true, KubeRecovery: back})
+		OperatorNamespace: OperatorNamespace, Logger: e.log, SkipNameValidation: true, KubeRecovery: back,
+		StockCache: StockCache()})
 	if err != nil {
 		return err
 	}
