@@ -121,8 +121,8 @@ func (o *runOptions) bindFlags(cmd *cobra.Command) {
 	f.AddGoFlagSet(zfs)
 }
 
-// run runs the operator until cmd's context ends.
-func (o *runOptions) run(cmd *cobra.Command) error {
+// validate checks the flags the manager does not check itself.
+func (o *runOptions) validate() error {
 	switch o.cacheMode {
 	case "fast":
 	case "stock":
@@ -134,6 +134,14 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		if _, _, err := net.SplitHostPort(o.checkDNSServer); err != nil {
 			return fmt.Errorf("--check-dns-server %q: want host:port (%w)", o.checkDNSServer, err)
 		}
+	}
+	return nil
+}
+
+// run runs the operator until cmd's context ends.
+func (o *runOptions) run(cmd *cobra.Command) error {
+	if err := o.validate(); err != nil {
+		return err
 	}
 	// The level is atomic so the API's cluster record (operator_loglevel) can change it live.
 	level, ok := o.zapOpts.Level.(uzap.AtomicLevel)
