@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,10 +30,10 @@ func TestWakingQueueRetriesOnTheAPIServersReturn(t *testing.T) {
 	}
 	ready := func(within time.Duration) []reconcile.Request {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for q.Len() == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		// Ready items, or none within the wait (a timeout is the answer "none").
+		_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, within, true, func(context.Context) (bool, error) {
+			return q.Len() > 0, nil
+		})
 		var out []reconcile.Request
 		for q.Len() > 0 {
 			r, _, _ := q.GetWithPriority()
@@ -58,10 +60,9 @@ func TestWakingQueueRetriesOnTheAPIServersReturn(t *testing.T) {
 	// It fails again: the back-off goes on (no reset by the wake). The queue
 	// takes adds through a buffer: the limiter counts it moments later.
 	fail(item)
-	deadline := time.Now().Add(2 * time.Second)
-	for q.NumRequeues(item) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+		return q.NumRequeues(item) >= 2, nil
+	})
 	if n := q.NumRequeues(item); n != 2 {
 		t.Fatalf("NumRequeues %d after two failures, want 2", n)
 	}
