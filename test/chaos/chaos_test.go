@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -325,6 +326,11 @@ type scanResult struct {
 	// dups names the duplicates: hosts with more than one live endpoint, and
 	// the emulator's collisions.
 	dups []string
+	// missing names up to three hosts the API lacks (sorted).
+	missing []string
+	// trace is how the convergence went (converge): each change of the counts,
+	// with its time, so a slow one shows whether all were late or a few.
+	trace []string
 }
 
 // converged: the API matches the cluster, and every deleted source is gone (its
@@ -357,8 +363,11 @@ func scan() scanResult {
 	for h := range want {
 		if have[h] == 0 {
 			res.lost++
+			res.missing = append(res.missing, h)
 		}
 	}
+	sort.Strings(res.missing)
+	res.missing = res.missing[:min(3, len(res.missing))]
 	for h, n := range have {
 		if n > 1 {
 			res.duplicated += n - 1
@@ -380,7 +389,7 @@ func scan() scanResult {
 }
 
 // clearWork gives a group of scenarios a clean slate while no operator runs:
-// no Ingress of the scenarios and no Endpoint CR of the soak in the cluster
+// no Ingress of the scenarios and no Endpoint CR in the cluster
 // (their finalizers dropped: no operator is there to release them), none of
 // their endpoints in the API, and monitoring off. Each group measures its own
 // yardstick, a fresh convergence, which must neither count nor resync what
@@ -397,16 +406,23 @@ func clearWork() {
 	for i := range ings.Items {
 		drop(&ings.Items[i])
 	}
+	// The Endpoint CRs discovery made from the Ingresses go too: envtest runs
+	// no garbage collector to follow their owner references, and a next
+	// operator would otherwise spend its scenario deleting them.
 	eps := &v1.EndpointList{}
-	Expect(k8s.List(ctx, eps, client.InNamespace(soakNS))).To(Succeed())
-	for i := range eps.Items {
-		drop(&eps.Items[i])
+	for _, ns := range []string{workNS, soakNS} {
+		Expect(k8s.List(ctx, eps, client.InNamespace(ns))).To(Succeed())
+		for i := range eps.Items {
+			drop(&eps.Items[i])
+		}
 	}
 	Eventually(func(g Gomega) {
 		g.Expect(k8s.List(ctx, ings, client.InNamespace(workNS))).To(Succeed())
 		g.Expect(ings.Items).To(BeEmpty())
-		g.Expect(k8s.List(ctx, eps, client.InNamespace(soakNS))).To(Succeed())
-		g.Expect(eps.Items).To(BeEmpty())
+		for _, ns := range []string{workNS, soakNS} {
+			g.Expect(k8s.List(ctx, eps, client.InNamespace(ns))).To(Succeed())
+			g.Expect(eps.Items).To(BeEmpty(), "Endpoint CRs left in %s", ns)
+		}
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	api.RemoveWhere("endpoints", func(d map[string]any) bool {
 		addr, _ := d["remote_address"].(string)
@@ -430,10 +446,17 @@ func clearWork() {
 // from `from`, and the scan. A duplicate never resolves: it fails at once.
 func converge(from time.Time) (time.Duration, scanResult) {
 	deadline := time.Now().Add(sz.converge)
+	var trace []string
+	last := ""
 	for {
 		s := scan()
 		Expect(s.duplicated).To(BeZero(), "duplicates in the API: %v (logs in %s)", s.dups, dir)
+		if now := fmt.Sprintf("lost %d %v, orphaned %d, deleting %d", s.lost, s.missing, s.orphaned, s.deleting); now != last {
+			trace = append(trace, fmt.Sprintf("%.1f s: %s", time.Since(from).Seconds(), now))
+			last = now
+		}
 		if s.converged() {
+			s.trace = trace
 			return time.Since(from), s
 		}
 		if time.Now().After(deadline) {

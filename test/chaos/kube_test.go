@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -105,7 +106,7 @@ var _ = Describe("the operator under Kubernetes faults", Ordered, func() {
 				sz.restartDown, sz.restartWarm, req-req0, refused-refused0, seen.Seconds()),
 			Converge: after}, s)
 		Expect(after).To(BeNumerically("<=", max(yardstck*3/2, yardstck+5*time.Second)),
-			"convergence after the restarts took %s, a fresh one %s", after, yardstck)
+			"convergence after the restarts took %s, a fresh one %s; how it went: %s (logs in %s)", after, yardstck, strings.Join(s.trace, "; "), dir)
 	})
 
 	It("rides out API priority and fairness 429s on a third of its writes", func() {

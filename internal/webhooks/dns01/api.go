@@ -1,35 +1,27 @@
 package dns01
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"time"
 
 	whapi "github.com/cert-manager/cert-manager/pkg/acme/webhook/apis/acme/v1alpha1"
 	"github.com/go-logr/logr"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/cache"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	"k8s.io/client-go/util/retry"
+
+	"github.com/polycrate/polycrate-operator/internal/kube/delegated"
 )
 
 // The served API: cert-manager's ChallengePayload under the configured group,
@@ -46,12 +38,16 @@ const (
 	aggregatedDiscovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 )
 
-// alwaysAllowPaths and alwaysAllowGroups are the generic server's defaults
-// (RecommendedOptions): health probes need no review, system:masters none.
-var (
-	alwaysAllowPaths  = sets.New("/healthz", "/readyz", "/livez")
-	alwaysAllowGroups = sets.New(user.SystemPrivilegedGroup)
-)
+// alwaysAllowPaths and the group of newAuthorizer are the generic server's
+// defaults (RecommendedOptions): health probes need no review, system:masters
+// none.
+var alwaysAllowPaths = sets.New("/healthz", "/readyz", "/livez")
+
+// newAuthorizer is the generic server's delegated authorization: answers
+// cached 10 s, allowed and denied alike.
+func newAuthorizer(reviews authorizationclient.SubjectAccessReviewInterface) *delegated.Authorizer {
+	return delegated.NewAuthorizer(reviews, reviewCacheTTL, reviewCacheTTL, user.SystemPrivilegedGroup)
+}
 
 type webhookAPI struct {
 	group  string
@@ -247,127 +243,4 @@ func forbidden(attrs authorizer.Attributes, reason string) *apierrors.StatusErro
 func attributesOf(u user.Info, info *apirequest.RequestInfo) authorizer.AttributesRecord {
 	return authorizer.AttributesRecord{User: u, Verb: info.Verb, Namespace: info.Namespace, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
 		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name, ResourceRequest: info.IsResourceRequest, Path: info.Path}
-}
-
-// tokenReviewer authenticates a bearer token with the kube-apiserver's
-// TokenReview (the generic server's delegated token authentication; cached by
-// the caller for 10 s).
-type tokenReviewer struct {
-	reviews authenticationclient.TokenReviewInterface
-}
-
-// reviewBackoff is the generic server's retry of a failed review
-// (DefaultAuthWebhookRetryBackoff): 0.5 s growing 1.5× over 5 attempts.
-var reviewBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
-
-// transient: worth another attempt (the API server busy or unreachable), not
-// an answer.
-func transient(err error) bool {
-	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || utilnet.IsConnectionReset(err) ||
-		utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
-}
-
-func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	if auds, ok := authenticator.AudiencesFrom(ctx); ok {
-		review.Spec.Audiences = auds
-	}
-	var out *authenticationv1.TokenReview
-	err := retry.OnError(reviewBackoff, transient, func() error {
-		var err error
-		out, err = t.reviews.Create(ctx, review, metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		// The error of the review call; the token is not in it.
-		return nil, false, fmt.Errorf("the kube-apiserver's TokenReview: %w", err)
-	}
-	if !out.Status.Authenticated {
-		if out.Status.Error != "" {
-			return nil, false, errors.New(out.Status.Error)
-		}
-		return nil, false, nil
-	}
-	extra := map[string][]string{}
-	for k, v := range out.Status.User.Extra {
-		extra[k] = v
-	}
-	return &authenticator.Response{Audiences: out.Status.Audiences, User: &user.DefaultInfo{Name: out.Status.User.Username,
-		UID: out.Status.User.UID, Groups: out.Status.User.Groups, Extra: extra}}, true, nil
-}
-
-// sarAuthorizer asks the kube-apiserver (SubjectAccessReview) whether the
-// caller may do what it asks, with the generic server's delegated
-// authorization: the answers cached 10 s (allowed and denied alike), errors not.
-type sarAuthorizer struct {
-	reviews authorizationclient.SubjectAccessReviewInterface
-	cache   *cache.LRUExpireCache
-}
-
-type sarAnswer struct {
-	decision authorizer.Decision
-	reason   string
-}
-
-func newSARAuthorizer(reviews authorizationclient.SubjectAccessReviewInterface) *sarAuthorizer {
-	return &sarAuthorizer{reviews: reviews, cache: cache.NewLRUExpireCache(1024)}
-}
-
-func (z *sarAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	u := a.GetUser()
-	if u == nil {
-		return authorizer.DecisionDeny, "no user", nil
-	}
-	for _, g := range u.GetGroups() {
-		if alwaysAllowGroups.Has(g) {
-			return authorizer.DecisionAllow, "", nil
-		}
-	}
-	spec := authorizationv1.SubjectAccessReviewSpec{User: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	if extra := u.GetExtra(); len(extra) > 0 {
-		spec.Extra = map[string]authorizationv1.ExtraValue{}
-		for k, v := range extra {
-			spec.Extra[k] = v
-		}
-	}
-	if a.IsResourceRequest() {
-		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Namespace: a.GetNamespace(), Verb: a.GetVerb(), Group: a.GetAPIGroup(),
-			Version: a.GetAPIVersion(), Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName()}
-	} else {
-		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: a.GetPath(), Verb: a.GetVerb()}
-	}
-	key := sarKey(spec)
-	if v, ok := z.cache.Get(key); ok {
-		ans := v.(sarAnswer)
-		return ans.decision, ans.reason, nil
-	}
-	var out *authorizationv1.SubjectAccessReview
-	err := retry.OnError(reviewBackoff, transient, func() error {
-		var err error
-		out, err = z.reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		return authorizer.DecisionNoOpinion, "the kube-apiserver could not review the request", fmt.Errorf("the kube-apiserver's SubjectAccessReview: %w", err)
-	}
-	ans := sarAnswer{decision: authorizer.DecisionNoOpinion, reason: out.Status.Reason}
-	switch {
-	case out.Status.Allowed:
-		ans.decision = authorizer.DecisionAllow
-	case out.Status.Denied:
-		ans.decision = authorizer.DecisionDeny
-	}
-	if out.Status.EvaluationError != "" && ans.reason == "" {
-		ans.reason = out.Status.EvaluationError
-	}
-	z.cache.Add(key, ans, reviewCacheTTL)
-	return ans.decision, ans.reason, nil
-}
-
-// sarKey is the review's spec as a cache key (encoding/json writes a map's
-// keys sorted, so equal specs give equal keys).
-func sarKey(spec authorizationv1.SubjectAccessReviewSpec) string {
-	b, _ := json.Marshal(spec)
-	return string(b)
 }

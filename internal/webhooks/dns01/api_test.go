@@ -160,7 +160,7 @@ func TestSolverFailureIsAnAnswer(t *testing.T) {
 		`{"request":{"uid":"u2","action":"Present","resolvedFQDN":"_acme-challenge.a.example.com.","key":"k"}}`))
 	rec := httptest.NewRecorder()
 	// system:masters passes the authorizer that refuses everyone else.
-	api.authz = newSARAuthorizer(nil)
+	api.authz = newAuthorizer(nil)
 	api.ServeHTTP(rec, req)
 	out := map[string]any{}
 	_ = json.Unmarshal(rec.Body.Bytes(), &out)

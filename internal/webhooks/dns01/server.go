@@ -28,6 +28,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/polycrate/polycrate-operator/internal/controller"
+	"github.com/polycrate/polycrate-operator/internal/kube/delegated"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
 	"github.com/polycrate/polycrate-operator/internal/polycrate"
 )
@@ -151,7 +152,7 @@ func (s *Server) serve(ctx context.Context, w settings) error {
 		group:  w.Group,
 		solver: &Solver{SolverName: w.Solver, Client: s.Conn.Client},
 		authn:  authn,
-		authz:  newSARAuthorizer(kube.AuthorizationV1().SubjectAccessReviews()),
+		authz:  newAuthorizer(kube.AuthorizationV1().SubjectAccessReviews()),
 		log:    s.Log,
 	}
 
@@ -244,7 +245,7 @@ func (t *trust) authenticator(kube kubernetes.Interface) authenticator.Request {
 				headerrequest.StringSliceProviderFunc(t.proxyHeaders.GroupHeaders),
 				headerrequest.StringSliceProviderFunc(t.proxyHeaders.ExtraHeaderPrefixes)),
 			x509request.NewDynamic(t.clientCA.VerifyOptions, x509request.CommonNameUserConversion),
-			bearertoken.New(tokencache.New(&tokenReviewer{reviews: kube.AuthenticationV1().TokenReviews()}, false, reviewCacheTTL, reviewCacheTTL)),
+			bearertoken.New(tokencache.New(&delegated.TokenReviewer{Reviews: kube.AuthenticationV1().TokenReviews()}, false, reviewCacheTTL, reviewCacheTTL)),
 		)),
 		anonymous.NewAuthenticator(nil),
 	)
@@ -263,5 +264,3 @@ func (s *Server) servingCert() (dynamiccertificates.CertKeyContentProvider, erro
 	}
 	return dynamiccertificates.NewStaticCertKeyContent("self-signed", certPEM, keyPEM)
 }
-
-var _ authenticator.Token = &tokenReviewer{}
