@@ -17,7 +17,9 @@ import (
 
 type tokensFunc func(*http.Request) (*authenticator.Response, bool, error)
 
-func (f tokensFunc) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) { return f(r) }
+func (f tokensFunc) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	return f(r)
+}
 
 type reviewsFunc func(authorizer.Attributes) (authorizer.Decision, string, error)
 
@@ -44,10 +46,14 @@ func TestAdmitAnswersAsTheKubeAPIServer(t *testing.T) {
 		want    int
 	}{
 		{"no token", func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil }, allow, http.StatusUnauthorized},
-		{"a rejected token", func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, errors.New("invalid bearer token") }, allow, http.StatusUnauthorized},
+		{"a rejected token", func(*http.Request) (*authenticator.Response, bool, error) {
+			return nil, false, errors.New("invalid bearer token")
+		}, allow, http.StatusUnauthorized},
 		{"the TokenReview failed", func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, down }, allow, http.StatusServiceUnavailable},
 		{"denied", func(*http.Request) (*authenticator.Response, bool, error) { return reader, true, nil },
-			func(authorizer.Attributes) (authorizer.Decision, string, error) { return authorizer.DecisionNoOpinion, "", nil }, http.StatusForbidden},
+			func(authorizer.Attributes) (authorizer.Decision, string, error) {
+				return authorizer.DecisionNoOpinion, "", nil
+			}, http.StatusForbidden},
 		{"the SubjectAccessReview failed", func(*http.Request) (*authenticator.Response, bool, error) { return reader, true, nil },
 			func(authorizer.Attributes) (authorizer.Decision, string, error) {
 				return authorizer.DecisionNoOpinion, "", &delegated.Unavailable{Review: "SubjectAccessReview", Err: errors.New("EOF")}

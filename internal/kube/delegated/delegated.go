@@ -55,7 +55,9 @@ type Unavailable struct {
 	Err    error
 }
 
-func (e *Unavailable) Error() string { return "the kube-apiserver's " + e.Review + ": " + e.Err.Error() }
+func (e *Unavailable) Error() string {
+	return "the kube-apiserver's " + e.Review + ": " + e.Err.Error()
+}
 func (e *Unavailable) Unwrap() error { return e.Err }
 
 // TokenReviewer authenticates a bearer token with the kube-apiserver's
