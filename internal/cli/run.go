@@ -114,7 +114,7 @@ func (o *runOptions) bindFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.installCRDs, "install-crds", true, "apply the operator's CRDs on start (server-side apply; never deletes or downgrades); false for GitOps-managed CRDs")
 	f.Float32Var(&o.qps, "kube-api-qps", DefaultKubeAPIQPS, "queries per second to the Kubernetes API, per resource kind (negative: no client-side limit)")
 	f.IntVar(&o.burst, "kube-api-burst", DefaultKubeAPIBurst, "burst of queries to the Kubernetes API, per resource kind")
-	f.StringVar(&o.cacheMode, "cache-mode", "fast", "fast: the operator's compact field indexes, interned strings, one-pass Endpoint list and watch decoders and lazy log values; stock: the cache and logger as stock controller-runtime and client-go build them (the way back, e.g. after a client-go upgrade; docs/performance.md has what each part buys)")
+	f.StringVar(&o.cacheMode, "cache-mode", "fast", "fast: the operator's compact field indexes and one-pass Endpoint list and watch decoders; stock: the cache as stock controller-runtime and client-go build it (the way back, e.g. after a client-go upgrade; docs/performance.md has what each part buys)")
 	f.BoolVar(&o.compression, "kube-api-compression", false, "ask the kube-apiserver for gzip-compressed responses and watch streams (off: the operator runs next to its API server, where compression costs both sides CPU and each watch a decompressor's memory)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zapOpts.BindFlags(zfs)

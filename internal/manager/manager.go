@@ -90,10 +90,9 @@ type Options struct {
 	StreamEndpointList bool
 	// StockCache builds the manager's cache and logger as stock
 	// controller-runtime and client-go build them: controller-runtime's field
-	// indexes instead of the compact ones (indexcache.go), managedFields stripped
-	// but no strings interned, the Endpoint informer's stock list and watch
-	// instead of the one-pass decoders (endpointlist.go, endpointwatch.go), and
-	// the logger's values encoded at once (no lazylog.go). The way back from the
+	// indexes instead of the compact ones (indexcache.go), and the Endpoint
+	// informer's stock list and watch instead of the one-pass decoders
+	// (endpointlist.go, endpointwatch.go). The way back from the
 	// performance machinery (run --cache-mode=stock; docs/performance.md). The
 	// resilience of every informer (resilient.go) and the compact Pod and Secret
 	// stores are no performance options and stay.
@@ -163,7 +162,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 }
 
 // managerOptions are the controller-runtime manager's options: the operator's
-// cache (compact indexes, interned strings, the Endpoint informer's own list
+// cache (compact indexes, the Endpoint informer's own list
 // and watch, every informer resilient to its API server), metrics, probes and
 // leader election. unfenced is the configuration the metrics server's reviews
 // use; httpClient is the manager's HTTP client, once it exists.
@@ -174,22 +173,20 @@ func managerOptions(cfg *rest.Config, o Options, lock resourcelock.Interface, sh
 	}
 	scheme := NewScheme()
 	// The performance machinery, or stock controller-runtime (StockCache).
-	newCache, transform, log := newCompactIndexCache, kube.InternTransform(internEndpoint, internIngress), lazyValues(logger)
+	newCache := newCompactIndexCache
 	if o.StockCache {
-		newCache, transform, log = cache.New, cache.TransformStripManagedFields(), logger
+		newCache = cache.New
 	}
 	return ctrl.Options{
 		Scheme: scheme,
-		// Values are encoded when a line is logged, not per reconcile (lazylog.go).
-		Logger: log,
+		Logger: logger,
 		// Field indexes of the operator's own, a seventh of the memory
 		// (indexcache.go).
 		NewCache: newCache,
 		Cache: cache.Options{
 			// Nothing the operator does reads managedFields: never keep them in
-			// memory. The strings thousands of objects repeat (namespaces, label
-			// keys, phases) are kept once (kube.Interner).
-			DefaultTransform: transform,
+			// memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
 			// Pods and Secrets are watched cluster-wide into compact stores of
 			// their own (internal/slimcache), never through this cache. Should
 			// anything read them through it after all, they stay stripped here.

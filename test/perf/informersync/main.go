@@ -12,7 +12,7 @@
 // It starts envtest, declares N Endpoints as the operator leaves them (server-
 // side apply by its field manager, then the sync's status: the same
 // managedFields), and syncs a fresh process's cache — the operator's own
-// (internal/manager: its transform, its interning and its one-pass Endpoint
+// (internal/manager: its transform and its one-pass Endpoint
 // watch) with one informer, for Endpoints — once per mode and run. Each child
 // prints the wall time until the informer synced, its CPU time and its peak
 // resident memory; the parent adds the control plane's CPU time over the
