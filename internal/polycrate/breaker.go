@@ -89,6 +89,7 @@ func NewBreaker(o BreakerOptions) *Breaker {
 		o.Rand = rand.Float64
 	}
 	o.Metrics.breakerState(false)
+	o.Metrics.failures(0)
 	return &Breaker{opts: o}
 }
 
@@ -218,6 +219,7 @@ func (b *Breaker) done(probe bool, kind requestKind, o outcome, retryAfter time.
 	case abandoned:
 	case served:
 		b.failures = 0
+		b.opts.Metrics.failures(0)
 		if since, ok := b.failingSince[kind]; ok {
 			delete(b.failingSince, kind)
 			if !b.open && b.opts.Now().Sub(since) >= b.opts.ProbeMin {
@@ -237,6 +239,7 @@ func (b *Breaker) done(probe bool, kind requestKind, o outcome, retryAfter time.
 		}
 	case failed:
 		b.failures++
+		b.opts.Metrics.failures(b.failures)
 		now := b.opts.Now()
 		if _, ok := b.failingSince[kind]; !ok {
 			if b.failingSince == nil {
@@ -300,6 +303,7 @@ func (b *Breaker) Reset() {
 	subs := append(append([]chan struct{}{}, b.subs...), b.recoveries...)
 	b.mu.Unlock()
 	b.opts.Metrics.breakerState(false)
+	b.opts.Metrics.failures(0)
 	if wasOpen {
 		signal(subs)
 	}

@@ -191,9 +191,12 @@ func TestBreakerClosesOnTheFirstAnswerAndTellsSubscribers(t *testing.T) {
 	default:
 		t.Fatal("no notice of the opening")
 	}
-	_ = list(c) // held back
+	_ = list(c) // held back: not a failure of the API
 	if v := promtest.ToFloat64(m.circuitOpen); v != 1 {
 		t.Fatalf("gauge %v while open", v)
+	}
+	if v := promtest.ToFloat64(m.failedInRow); v != 2 {
+		t.Fatalf("failed in a row %v after two failures and one held back", v)
 	}
 	// A 404 is an answer: the API serves.
 	api.status.Store(404)
@@ -220,9 +223,12 @@ polycrate_api_requests_held_back_total 1
 # HELP polycrate_api_circuit_open 1 while the circuit breaker of the Polycrate API connection is open (requests held back, one probe at a time), else 0.
 # TYPE polycrate_api_circuit_open gauge
 polycrate_api_circuit_open 0
+# HELP polycrate_api_requests_failed_in_a_row Requests to the Polycrate API that failed (no answer, a 5xx or a 429) since the last one that was served; 0 after a success.
+# TYPE polycrate_api_requests_failed_in_a_row gauge
+polycrate_api_requests_failed_in_a_row 0
 `
 	if err := promtest.GatherAndCompare(reg, strings.NewReader(expected), "polycrate_api_circuit_transitions_total",
-		"polycrate_api_requests_held_back_total", "polycrate_api_circuit_open"); err != nil {
+		"polycrate_api_requests_held_back_total", "polycrate_api_circuit_open", "polycrate_api_requests_failed_in_a_row"); err != nil {
 		t.Fatal(err)
 	}
 }

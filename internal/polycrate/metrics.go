@@ -12,6 +12,7 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	circuitOpen prometheus.Gauge
+	failedInRow prometheus.Gauge
 	transitions *prometheus.CounterVec
 	held        prometheus.Counter
 }
@@ -20,8 +21,8 @@ type Metrics struct {
 // polycrate_api_requests_total{resource,method,code} and
 // polycrate_api_request_duration_seconds{resource,method}. code is the HTTP
 // status, or "error" when no answer came. The breaker's: polycrate_api_circuit_open
-// (1 while requests are held back), polycrate_api_circuit_transitions_total{state}
-// and polycrate_api_requests_held_back_total.
+// (1 while requests are held back), polycrate_api_circuit_transitions_total{state},
+// polycrate_api_requests_held_back_total and polycrate_api_requests_failed_in_a_row.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -36,6 +37,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		circuitOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "polycrate_api_circuit_open",
 			Help: "1 while the circuit breaker of the Polycrate API connection is open (requests held back, one probe at a time), else 0.",
+		}),
+		failedInRow: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "polycrate_api_requests_failed_in_a_row",
+			Help: "Requests to the Polycrate API that failed (no answer, a 5xx or a 429) since the last one that was served; 0 after a success.",
 		}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "polycrate_api_circuit_transitions_total",
@@ -54,6 +59,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.circuitOpen, err = Register(reg, m.circuitOpen); err != nil {
+		return nil, err
+	}
+	if m.failedInRow, err = Register(reg, m.failedInRow); err != nil {
 		return nil, err
 	}
 	if m.transitions, err = Register(reg, m.transitions); err != nil {
@@ -108,6 +116,13 @@ func (m *Metrics) transition(open bool) {
 		state = "open"
 	}
 	m.transitions.WithLabelValues(state).Inc()
+}
+
+// failures sets the count of failures since the last served request.
+func (m *Metrics) failures(n int) {
+	if m != nil {
+		m.failedInRow.Set(float64(n))
+	}
 }
 
 func (m *Metrics) heldBack() {

@@ -176,6 +176,41 @@ var _ = Describe("each alert through Prometheus's rules manager, on the recorded
 		quiet(ev, "PolycrateOperatorDown")
 	})
 
+	It("PolycrateOperatorAPIUnreachable: the API answers 503 with a Retry-After of 10 minutes", func() {
+		failedInARow := func() float64 { return specs.MetricValue("polycrate_api_requests_failed_in_a_row", nil) }
+		failed := func() float64 {
+			return specs.MetricValue("polycrate_api_requests_total", map[string]string{"code": "503"})
+		}
+		healthy := record("healthy", healthyFor, healthyLasts)
+		Expect(oe.API.SetFaults(emulator.FaultRule{Path: "*", Status: 503, RetryAfter: 600})).To(Succeed())
+		DeferCleanup(func() { Expect(oe.API.SetFaults()).To(Succeed()) })
+		// Every caller got its 503 and now waits out the Retry-After: no request
+		// reaches the API, so no 5-minute window of the history holds one.
+		Eventually(failedInARow, specs.Timeout, specs.Poll).Should(BeNumerically(">=", 1))
+		Eventually(func() float64 {
+			before := failed()
+			time.Sleep(3 * time.Second)
+			return failed() - before
+		}, time.Minute).Should(BeZero())
+		atStart := failed()
+		throttled := record("API throttled", 5*time.Second, 20*time.Minute)
+		Expect(failed()).To(Equal(atStart), "a request reached the API while recording: the error share would show the failure")
+		// The API answers again; the next request (a new Endpoint's sync) is served.
+		Expect(oe.API.SetFaults()).To(Succeed())
+		ep := &v1.Endpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after-throttling"},
+			Spec: v1.EndpointSpec{DisplayName: "after", RemoteAddress: "after.example.com", RemotePort: 443, Kind: "http", TLS: ptr.To(true),
+				Path: "/", Timeout: 5, Interval: 60, ExpectedStatusCodes: []int32{200}}}
+		Expect(oe.K8s.Create(ctx, ep)).To(Succeed())
+		Eventually(failedInARow, specs.Timeout, specs.Poll).Should(BeZero())
+		back := record("API back", healthyFor, 15*time.Minute)
+
+		ev, spans := run(healthy, throttled, back)
+		// No request, no error share: only the count of failures since the last success shows it.
+		expect(ev, spans, "PolycrateOperatorAPIUnreachable", sel, 10*time.Minute, time.Minute, time.Minute,
+			map[string]string{"severity": "critical"})
+		quiet(ev, "PolycrateOperatorDown")
+	})
+
 	It("PolycrateOperatorQueueStuck: the kube-apiserver stops answering, a reconcile hangs", func() {
 		// Scrapes while the API server is frozen: a token whose review and
 		// authorization the operator has just cached (for a minute).
