@@ -184,14 +184,8 @@ func IsUnauthorized(err error) bool { return statusOf(err) == http.StatusUnautho
 // IsForbidden: 403, e.g. "No workspace found" or a permission the token lacks.
 func IsForbidden(err error) bool { return statusOf(err) == http.StatusForbidden }
 
-// IsRateLimited: 429.
-func IsRateLimited(err error) bool { return statusOf(err) == http.StatusTooManyRequests }
-
 // IsValidation: 400, the request was invalid.
 func IsValidation(err error) bool { return statusOf(err) == http.StatusBadRequest }
-
-// IsServerError: 5xx.
-func IsServerError(err error) bool { return statusOf(err) >= 500 }
 
 // IsTransient: worth retrying later unchanged — 5xx, 429, no answer at all, or
 // held back by the open circuit breaker.
@@ -205,17 +199,6 @@ func IsTransient(err error) bool {
 	return s >= 500 || s == http.StatusTooManyRequests
 }
 
-// IsPermanent: retrying unchanged will fail again — a 4xx other than 404, 409 and 429
-// (bad input, bad token, missing permission), an undecodable answer, or a redirect.
-func IsPermanent(err error) bool {
-	var de *DecodeError
-	if errors.As(err, &de) || IsRedirect(err) {
-		return true
-	}
-	s := statusOf(err)
-	return s >= 400 && s < 500 && s != http.StatusNotFound && s != http.StatusConflict && s != http.StatusTooManyRequests
-}
-
 // RetryAfter is the wait the API asked for, if any.
 func RetryAfter(err error) time.Duration {
 	var e *APIError
@@ -223,15 +206,6 @@ func RetryAfter(err error) time.Duration {
 		return e.RetryAfter
 	}
 	return 0
-}
-
-// ValidationErrors are the field errors of a 400.
-func ValidationErrors(err error) []ErrorItem {
-	var e *APIError
-	if errors.As(err, &e) && e.StatusCode == http.StatusBadRequest {
-		return e.Errors
-	}
-	return nil
 }
 
 // IgnoreNotFound returns nil for a 404: cleanup treats "already gone" as done.

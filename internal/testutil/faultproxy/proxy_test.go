@@ -52,7 +52,7 @@ func TestFaults(t *testing.T) {
 	}
 	// A status with Retry-After, in the API's place.
 	p.Set(&Fault{Status: 429, RetryAfter: 7})
-	if _, err := c.Endpoints().List(ctx, nil); !polycrate.IsRateLimited(err) || polycrate.RetryAfter(err) != 7*time.Second {
+	if _, err := c.Endpoints().List(ctx, nil); !status(err, 429) || polycrate.RetryAfter(err) != 7*time.Second {
 		t.Fatalf("429: %v", err)
 	}
 	// Latency, then the request passes.
@@ -65,7 +65,7 @@ func TestFaults(t *testing.T) {
 	p.Set(&Fault{Status: 503, Rate: 0.5})
 	failed := 0
 	for i := 0; i < 200; i++ {
-		if _, err := c.Pops().List(ctx, nil); polycrate.IsServerError(err) {
+		if _, err := c.Pops().List(ctx, nil); status(err, 503) {
 			failed++
 		}
 	}
@@ -76,4 +76,10 @@ func TestFaults(t *testing.T) {
 	if n := p.Count(start, time.Now().Add(time.Second)); n != 205 {
 		t.Fatalf("counted %d requests, want 205", n)
 	}
+}
+
+// status reports whether err is the API's answer with that status code.
+func status(err error, code int) bool {
+	e, ok := errors.AsType[*polycrate.APIError](err)
+	return ok && e.StatusCode == code
 }
