@@ -117,6 +117,10 @@ fuzz-short: ## Fuzz the light targets for FUZZ_SHORT_TIME (an execution count) e
 fleet: envtest ## Roll a new operator version across a big simulated fleet (test/fleet: 2 real operators on envtest, 40 simulated agents); make test runs a reduced one.
 	go test ./test/fleet -count=1 -v -timeout 30m -args -fleet.real=2 -fleet.simulated=40 -fleet.percentage=10
 
+.PHONY: race
+race: envtest ## The Go tests of internal/, cmd/ and test/ under the race detector (not part of make test: about 25 minutes on 2 cores).
+	go test -race -count=1 -timeout 60m ./internal/... ./cmd/... ./test/...
+
 .PHONY: chaos
 chaos: envtest ## Fault-inject the operator binary (test/chaos: outage, 429, latency, resets, kill -9 ×20, leader kill/pause) and write the results table to bin/chaos/results.md (docs/reliability.md); make test runs a reduced one.
 	go test ./test/chaos -count=1 -v -timeout 60m -args -chaos.full -chaos.out=$(CURDIR)/bin/chaos/results.md

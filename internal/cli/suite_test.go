@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
@@ -57,7 +56,8 @@ var _ = AfterSuite(func() {
 
 // execute runs the CLI in-process, as main does.
 func execute(ctx context.Context, args ...string) (stdout, stderr string, err error) {
-	var out, errOut bytes.Buffer
+	// The operator's runnables log from several goroutines at once.
+	var out, errOut syncBuffer
 	cmd := cli.NewRootCommand()
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)

@@ -122,11 +122,36 @@ type realCluster struct {
 	env         *envtest.Environment
 	k8s         client.Client
 	kubeconfig  string
-	cmd         *exec.Cmd
-	done        chan struct{}
-	running     string
+	// mu guards the running binary: the supervisor and the spec both replace it.
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	running string
 }
 
+// replace stops the running operator, if any, and starts version's.
+func (r *realCluster) replace(f *fleet, version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop()
+	r.start(f, version)
+}
+
+// halt stops the running operator, if any.
+func (r *realCluster) halt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop()
+}
+
+// version is the version of the running operator.
+func (r *realCluster) version() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
+
+// start and stop run under mu (replace, halt).
 func (r *realCluster) start(f *fleet, version string) {
 	logFile, err := os.OpenFile(filepath.Join(f.dir, r.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	Expect(err).NotTo(HaveOccurred())
@@ -161,11 +186,10 @@ func (r *realCluster) supervise(ctx context.Context, f *fleet) {
 	defer GinkgoRecover()
 	for ctx.Err() == nil {
 		if rows, _, err := f.rows(ctx); err == nil {
-			if want, forced, ok := due(rows[r.name], r.running); ok {
+			if want, forced, ok := due(rows[r.name], r.version()); ok {
 				f.begin(r.name, forced)
-				f.logf("%s: rollout status %s → restarting the operator as %s (was %s)", r.name, rows[r.name].RolloutStatus, want, r.running)
-				r.stop()
-				r.start(f, want)
+				f.logf("%s: rollout status %s → restarting the operator as %s (was %s)", r.name, rows[r.name].RolloutStatus, want, r.version())
+				r.replace(f, want)
 				// In flight until the API holds the new version.
 				for ctx.Err() == nil {
 					rows, _, err := f.rows(ctx)
@@ -243,11 +267,12 @@ var _ = Describe("a fleet rollout", func() {
 		By("building the operator binary as " + oldVersion + " and " + newVersion)
 		var builds sync.WaitGroup
 		for _, v := range []string{oldVersion, newVersion} {
-			f.bins[v] = filepath.Join(f.dir, "polycrate-operator-"+v)
+			bin := filepath.Join(f.dir, "polycrate-operator-"+v)
+			f.bins[v] = bin
 			builds.Go(func() {
 				defer GinkgoRecover()
 				build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-ldflags", "-X github.com/polycrate/polycrate-operator/internal/version.Version="+v,
-					"-o", f.bins[v], "./cmd/polycrate-operator")
+					"-o", bin, "./cmd/polycrate-operator")
 				build.Dir = testutil.RepoRoot()
 				out, err := build.CombinedOutput()
 				Expect(err).NotTo(HaveOccurred(), string(out))
@@ -309,7 +334,7 @@ var _ = Describe("a fleet rollout", func() {
 				Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opNS}})).To(Succeed())
 				Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: "polycrate-api-creds"},
 					StringData: map[string]string{"token": r.token}})).To(Succeed())
-				r.start(f, oldVersion)
+				r.replace(f, oldVersion)
 				Eventually(func(g Gomega) {
 					crd := &apiextensionsv1.CustomResourceDefinition{}
 					g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "operatorconfigs.polycrate.io"}, crd)).To(Succeed())
@@ -326,7 +351,7 @@ var _ = Describe("a fleet rollout", func() {
 		starts.Wait()
 		defer func() {
 			for _, r := range reals {
-				r.stop()
+				r.halt()
 				if r.env != nil {
 					_ = r.env.Stop()
 				}
@@ -467,7 +492,7 @@ var _ = Describe("a fleet rollout", func() {
 		Expect(maxInFlight).To(BeNumerically(">=", 1))
 		// The real clusters run the new binary, which says so in the OperatorConfig.
 		for _, r := range reals {
-			Expect(r.running).To(Equal(newVersion))
+			Expect(r.version()).To(Equal(newVersion))
 			Eventually(func(g Gomega) {
 				oc := &v1.OperatorConfig{}
 				g.Expect(r.k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc)).To(Succeed())
@@ -492,8 +517,7 @@ var _ = Describe("a fleet rollout", func() {
 		back := reals[0]
 		_, err = f.sys.PauseOperatorRollout(ctx, rows[back.name].ClusterID)
 		Expect(err).NotTo(HaveOccurred())
-		back.stop()
-		back.start(f, oldVersion)
+		back.replace(f, oldVersion)
 		Eventually(func(g Gomega) {
 			oc := &v1.OperatorConfig{}
 			g.Expect(back.k8s.Get(ctx, client.ObjectKey{Namespace: opNS, Name: v1.DefaultOperatorConfigName}, oc)).To(Succeed())
