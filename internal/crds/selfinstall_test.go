@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -207,12 +208,17 @@ func versionSpecs() {
 		Expect(err).NotTo(HaveOccurred())
 		// A newer operator served K8sVolumes as v1beta1 and stored objects in it.
 		vol := &apiextensionsv1.CustomResourceDefinition{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol)).To(Succeed())
-		beta := *vol.Spec.Versions[0].DeepCopy()
-		beta.Name = "v1beta1"
-		vol.Spec.Versions[0].Storage = false
-		vol.Spec.Versions = append(vol.Spec.Versions, beta)
-		Expect(k8s.Update(ctx, vol)).To(Succeed())
+		// The API server writes the CRD's status meanwhile: a conflict is made again.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol); err != nil {
+				return err
+			}
+			beta := *vol.Spec.Versions[0].DeepCopy()
+			beta.Name = "v1beta1"
+			vol.Spec.Versions[0].Storage = false
+			vol.Spec.Versions = append(vol.Spec.Versions, beta)
+			return k8s.Update(ctx, vol)
+		})).To(Succeed())
 		Eventually(func() []string {
 			_ = k8s.Get(ctx, client.ObjectKey{Name: "k8svolumes.polycrate.io"}, vol)
 			return vol.Status.StoredVersions

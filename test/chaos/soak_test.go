@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -311,12 +312,17 @@ var _ = Describe("the soak", Ordered, func() {
 					live = append(live, name)
 				case r < 0.7:
 					i := rand.IntN(len(live))
-					ing := &networkingv1.Ingress{}
-					if k8s.Get(ctx, client.ObjectKey{Namespace: workNS, Name: live[i]}, ing) == nil {
-						fresh := ingress(live[i], 1+rand.IntN(2))
+					fresh := ingress(live[i], 1+rand.IntN(2))
+					// The operator writes the Ingress too (its claim annotations): a
+					// user's tool retries its update on a conflict.
+					Expect(client.IgnoreNotFound(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+						ing := &networkingv1.Ingress{}
+						if err := k8s.Get(ctx, client.ObjectKey{Namespace: workNS, Name: live[i]}, ing); err != nil {
+							return err
+						}
 						ing.Spec.Rules = fresh.Spec.Rules
-						Expect(client.IgnoreNotFound(k8s.Update(ctx, ing))).To(Succeed())
-					}
+						return k8s.Update(ctx, ing)
+					}))).To(Succeed())
 				default:
 					i := rand.IntN(len(live))
 					Expect(client.IgnoreNotFound(k8s.Delete(ctx, &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: workNS, Name: live[i]}}))).To(Succeed())

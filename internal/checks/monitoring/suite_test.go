@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -266,10 +267,8 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		// The path changes (as an annotation change would): the sync writes the API
 		// object, the agent fetches its assignment within seconds (60 s is the
 		// interval) and the next check uses the new path.
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep)).To(Succeed())
-		ep.Spec.Path = "/fail"
 		changed := time.Now()
-		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		setPath(ep, "/fail")
 		Eventually(monitored(ep), 15*time.Second, poll).Should(And(state("down"), HaveField("ErrorName", "unexpected_status_code"),
 			HaveField("StatusCode", int32(503)), HaveField("ErrorCategory", "response")))
 		GinkgoWriter.Printf("the changed path reached the checks in %s\n", time.Since(changed))
@@ -292,9 +291,7 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		}, timeout, poll).Should(Equal("CRITICAL"))
 
 		// Back: up again, a Normal event.
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep)).To(Succeed())
-		ep.Spec.Path = "/health"
-		Expect(k8s.Update(ctx, ep)).To(Succeed())
+		setPath(ep, "/health")
 		Eventually(monitored(ep), 15*time.Second, poll).Should(state("up"))
 		specs.ExpectEvent(k8s, ns, ep.Name, "Normal", v1.ReasonEndpointUp)
 		Eventually(func() (string, error) {
@@ -580,3 +577,17 @@ var _ = Describe("Checking the endpoints the API assigns", func() {
 		Eventually(func() any { return api.AgentHealth("operator")[0]["status"] }, timeout, poll).Should(Equal("healthy"))
 	})
 })
+
+// setPath changes an Endpoint's path as a user would: the agent writes the
+// Endpoint's status after each check, so an update from a copy read a moment
+// ago can conflict and is made again on the fresh object.
+func setPath(ep *v1.Endpoint, path string) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ep), ep); err != nil {
+			return err
+		}
+		ep.Spec.Path = path
+		return k8s.Update(ctx, ep)
+	})).To(Succeed())
+}

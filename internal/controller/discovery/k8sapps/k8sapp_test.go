@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -320,9 +321,13 @@ var _ = Describe("K8sApps claimed by Ingresses and HTTPRoutes", func() {
 		ing := ingress(ns, "portal", map[string]string{"polycrate_k8sapp_name": "portal-v1"})
 		Expect(k8s.Create(ctx, ing)).To(Succeed())
 		synced(ns, "portal-v1")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ing), ing)).To(Succeed())
-		ing.Annotations["polycrate_k8sapp_name"] = "portal-v2"
-		Expect(k8s.Update(ctx, ing)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { // the operator may write the Ingress too
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(ing), ing); err != nil {
+				return err
+			}
+			ing.Annotations["polycrate_k8sapp_name"] = "portal-v2"
+			return k8s.Update(ctx, ing)
+		})).To(Succeed())
 		synced(ns, "portal-v2")
 		gone(ns, "portal-v1")
 	})
