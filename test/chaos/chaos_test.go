@@ -91,10 +91,7 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 	bin = filepath.Join(dir, "polycrate-operator")
-	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", bin, "./cmd/polycrate-operator")
-	build.Dir = testutil.RepoRoot()
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	Expect(testutil.BuildOperator(bin, "")).To(Succeed())
 
 	e, rc, err := testutil.Start(testutil.Options{OwnCRDs: true})
 	Expect(err).NotTo(HaveOccurred())

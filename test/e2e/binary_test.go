@@ -74,7 +74,8 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 
 	It("reports the version injected at build time", func() {
 		s := run("version")
-		Eventually(s).Should(gexec.Exit(0))
+		// A first start pages the binary in: seconds on a loaded machine, not Gomega's default second.
+		Eventually(s, 30*time.Second).Should(gexec.Exit(0))
 		Expect(string(s.Out.Contents())).To(HavePrefix("polycrate-operator " + e2eVersion + " "))
 	})
 
@@ -124,7 +125,7 @@ var _ = Describe("the polycrate-operator binary", Ordered, func() {
 
 	It("exits non-zero with a message for an unknown kind", func() {
 		s := run("crds", "--kind", "Organization")
-		Eventually(s).Should(gexec.Exit(1))
+		Eventually(s, 30*time.Second).Should(gexec.Exit(1))
 		Expect(string(s.Err.Contents())).To(ContainSubstring(`Error: unknown kind "Organization"; valid kinds are: OperatorConfig,`))
 	})
 

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -38,12 +37,7 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func() {
 	workDir = GinkgoT().TempDir()
 	binary = filepath.Join(workDir, "polycrate-operator")
-	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-ldflags",
-		"-X github.com/polycrate/polycrate-operator/internal/version.Version="+e2eVersion,
-		"-o", binary, "./cmd/polycrate-operator")
-	build.Dir = testutil.RepoRoot()
-	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-	Expect(build.Run()).To(Succeed(), "building the binary")
+	Expect(testutil.BuildOperator(binary, e2eVersion)).To(Succeed())
 
 	var err error
 	env, adminCfg, err = testutil.Start(testutil.Options{})

@@ -271,11 +271,7 @@ var _ = Describe("a fleet rollout", func() {
 			f.bins[v] = bin
 			builds.Go(func() {
 				defer GinkgoRecover()
-				build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-ldflags", "-X github.com/polycrate/polycrate-operator/internal/version.Version="+v,
-					"-o", bin, "./cmd/polycrate-operator")
-				build.Dir = testutil.RepoRoot()
-				out, err := build.CombinedOutput()
-				Expect(err).NotTo(HaveOccurred(), string(out))
+				Expect(testutil.BuildOperator(bin, v)).To(Succeed())
 			})
 		}
 

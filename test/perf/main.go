@@ -278,8 +278,8 @@ func parseFlags() (config, error) {
 func buildOperator(out string) (string, error) {
 	step("building the operator binary")
 	bin := filepath.Join(out, "polycrate-operator")
-	if b, err := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", bin, "./cmd/polycrate-operator").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, b)
+	if err := testutil.BuildOperator(bin, ""); err != nil {
+		return "", err
 	}
 	return bin, nil
 }

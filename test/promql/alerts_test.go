@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -100,8 +101,13 @@ var _ = Describe("each alert through Prometheus's rules manager, on the recorded
 		refused := record("refused", healthyFor, 40*time.Minute)
 		// The owner corrects it (the API accepts it now).
 		Expect(oe.API.SetFaults()).To(Succeed())
-		ep.Spec.DisplayName = "corrected"
-		Expect(oe.K8s.Update(ctx, ep)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error { // the operator writes the status meanwhile
+			if err := oe.K8s.Get(ctx, client.ObjectKeyFromObject(ep), ep); err != nil {
+				return err
+			}
+			ep.Spec.DisplayName = "corrected"
+			return oe.K8s.Update(ctx, ep)
+		})).To(Succeed())
 		Eventually(phase, specs.Timeout, specs.Poll).Should(Equal("synced"))
 		corrected := record("corrected", healthyFor, 10*time.Minute)
 

@@ -67,10 +67,7 @@ var exampleHosts = []string{"app.example.com", "pay.example.com", "db-api.exampl
 var _ = BeforeSuite(func() {
 	dir := GinkgoT().TempDir()
 	binary := filepath.Join(dir, "polycrate-operator")
-	build := exec.Command("go", "build", "-tags", testutil.OperatorBuildTags, "-o", binary, "./cmd/polycrate-operator")
-	build.Dir = testutil.RepoRoot()
-	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-	Expect(build.Run()).To(Succeed(), "building the binary")
+	Expect(testutil.BuildOperator(binary, "")).To(Succeed())
 
 	var err error
 	env, _, err = testutil.Start(testutil.Options{OwnCRDs: true})
