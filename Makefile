@@ -119,7 +119,8 @@ fleet: envtest ## Roll a new operator version across a big simulated fleet (test
 
 .PHONY: race
 race: envtest ## The Go tests of internal/, cmd/ and test/ under the race detector, the operator binaries the suites build included; the first race halts (not part of make test: about 35 minutes on 2 cores).
-	GORACE=halt_on_error=1 go test -race -count=1 -timeout 60m ./internal/... ./cmd/... ./test/...
+	GORACE=halt_on_error=1 go test -race -count=1 -timeout 60m $$(go list ./internal/... ./cmd/... ./test/... | grep -v '/internal/cloud$$')
+	hack/race-cloud.sh
 
 .PHONY: chaos
 chaos: envtest ## Fault-inject the operator binary (test/chaos: outage, 429, latency, resets, kill -9 ×20, leader kill/pause) and write the results table to bin/chaos/results.md (docs/reliability.md); make test runs a reduced one.

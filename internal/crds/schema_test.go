@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -331,7 +332,7 @@ func schemaSpecs() {
 		Eventually(func() error {
 			resources, err = dc.ServerResourcesForGroupVersion("polycrate.io/v1alpha1")
 			return err
-		}).Should(Succeed())
+		}, 30*time.Second).Should(Succeed())
 		inCategory := map[string][]string{}
 		for _, r := range resources.APIResources {
 			if strings.Contains(r.Name, "/") {

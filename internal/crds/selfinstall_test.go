@@ -93,7 +93,7 @@ func versionSpecs() {
 
 		var buf bytes.Buffer
 		var rep *crds.Report
-		Eventually(func() (err error) { rep, err = crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf)); return err }).Should(Succeed())
+		Eventually(func() (err error) { rep, err = crds.SelfInstall(ctx, weak, "v0.5.0", bufferLogger(&buf)); return err }, 30*time.Second).Should(Succeed())
 		Expect(buf.String()).To(ContainSubstring("could not update the CRDs; running with the installed ones"))
 		Expect(rep.Err).To(HaveOccurred(), "the report keeps the failure the operator runs despite")
 
@@ -124,7 +124,7 @@ func versionSpecs() {
 		Expect(k8s.Create(ctx, binding)).To(Succeed())
 		var buf bytes.Buffer
 		var first *crds.Report
-		Eventually(func() (err error) { first, err = crds.SelfInstall(ctx, weak, "v0.6.0", bufferLogger(&buf)); return err }).Should(Succeed())
+		Eventually(func() (err error) { first, err = crds.SelfInstall(ctx, weak, "v0.6.0", bufferLogger(&buf)); return err }, 30*time.Second).Should(Succeed())
 		Expect(first.Err).To(HaveOccurred())
 
 		r := crds.NewRetrier(weak, "v0.6.0", bufferLogger(&buf), first)
