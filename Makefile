@@ -118,7 +118,7 @@ fleet: envtest ## Roll a new operator version across a big simulated fleet (test
 	go test ./test/fleet -count=1 -v -timeout 30m -args -fleet.real=2 -fleet.simulated=40 -fleet.percentage=10
 
 .PHONY: race
-race: envtest ## The Go tests of internal/, cmd/ and test/ under the race detector, the operator binaries the suites build included; the first race halts (not part of make test: about 35 minutes on 2 cores).
+race: envtest ## The Go tests of internal/, cmd/ and test/ under the race detector, the operator binaries the suites build included; the first race halts (not part of make test: 14 minutes on 2 cores with a warm build cache).
 	GORACE=halt_on_error=1 go test -race -count=1 -timeout 60m $$(go list ./internal/... ./cmd/... ./test/... | grep -v '/internal/cloud$$')
 	hack/race-cloud.sh
 
