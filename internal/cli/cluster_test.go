@@ -265,6 +265,10 @@ var _ = Describe("against a cluster", Ordered, func() {
 			_, _, err := execute(ctx, "health", "--url", "http://"+probeAddr, "--timeout", "1s")
 			return err
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed(), logs.String)
+		// Log lines are stamped to the millisecond (RFC 3339).
+		var first struct{ TS string }
+		Expect(json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &first)).To(Succeed(), logs.String)
+		Expect(first.TS).To(MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$`))
 
 		// /metrics: TLS (self-signed without --metrics-cert-dir), HTTP/1.1 only,
 		// for the metrics-reader role only.

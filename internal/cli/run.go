@@ -138,6 +138,9 @@ func (o *runOptions) validate() error {
 	return nil
 }
 
+// LogTimeLayout is the log's default timestamp: RFC 3339 with milliseconds.
+const LogTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // run runs the operator until cmd's context ends.
 func (o *runOptions) run(cmd *cobra.Command) error {
 	if err := o.validate(); err != nil {
@@ -157,6 +160,11 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	// operator's own frames, not what went wrong.
 	if o.zapOpts.StacktraceLevel == nil {
 		o.zapOpts.StacktraceLevel = zapcore.PanicLevel
+	}
+	// Timestamps to the millisecond unless --zap-time-encoding says otherwise
+	// (controller-runtime's default is the second, in which a whole reconcile fits).
+	if o.zapOpts.TimeEncoder == nil {
+		o.zapOpts.TimeEncoder = zapcore.TimeEncoderOfLayout(LogTimeLayout)
 	}
 	capped := capLogLevel(level)
 	flagLevel := level.Level()
