@@ -37,6 +37,7 @@ import (
 	"github.com/polycrate/polycrate-operator/internal/controller/apisync"
 	"github.com/polycrate/polycrate-operator/internal/controller/crdgate"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery/endpoints"
+	"github.com/polycrate/polycrate-operator/internal/controller/discovery/inventory"
 	"github.com/polycrate/polycrate-operator/internal/controller/discovery/k8sapps"
 	"github.com/polycrate/polycrate-operator/internal/controller/k8scluster"
 	"github.com/polycrate/polycrate-operator/internal/controller/operatorconfig"
@@ -124,7 +125,7 @@ type Operator struct {
 	// Gate starts the controllers of third-party kinds while their CRDs are served.
 	Gate *crdgate.Gate
 	// Inventory are the inventory mirrors' reconcilers, by name (tests run their passes).
-	Inventory map[string]InventoryMirror
+	Inventory map[string]inventory.Runner
 	// Apps discovers K8sApps.
 	Apps *k8sapps.Discovery
 	// Pods and Secrets are the compact cluster-wide stores (internal/slimcache).
@@ -313,7 +314,7 @@ func (b *builder) components() error {
 	op.S3Buckets = &s3bucket.Reconciler{Deps: d.Named("s3bucket"), Reader: mgr.GetAPIReader(), Secrets: op.Secrets, Resync: o.S3Resync,
 		SecretNamespaces: o.SecretNamespaces}
 	op.Sweep = &endpoints.Sweep{Deps: d.Named("sweep"), Reader: mgr.GetAPIReader()}
-	op.Inventory = inventoryMirrors(d.Named("inventory"), op.Gate)
+	op.Inventory = inventory.Reconcilers(d.Named("inventory"), op.Gate)
 	op.Monitor = monitoring.New(d.Named("monitoring"), o.Namespace, op.Health)
 	if o.CheckDNSServer != "" {
 		op.Monitor.Prober.Resolver = probe.ResolverVia(o.CheckDNSServer)

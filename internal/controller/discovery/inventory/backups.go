@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
@@ -100,27 +99,23 @@ func timePtr(t *metav1.Time) *metav1.Time {
 	return &u
 }
 
-// VeleroBackupMirror maps Velero Backups to Backups.
-type VeleroBackupMirror struct{}
+// VeleroBackups maps Velero Backups to Backups named velero-<name> in the Velero namespace.
+var VeleroBackups = &Mirror[*velerov1.Backup]{Name: "velero-backup", Source: velerov1.SchemeGroupVersion.WithKind("Backup"),
+	CRD: CRDVeleroBackup, Target: &v1.Backup{}, Enabled: backupDiscovery, StaleMinutes: backupStale, TargetKey: veleroKey,
+	Declare: declareVeleroBackup}
 
-func (VeleroBackupMirror) Name() string                     { return "velero-backup" }
-func (VeleroBackupMirror) NewSource() *velerov1.Backup      { return &velerov1.Backup{} }
-func (VeleroBackupMirror) NewSourceList() client.ObjectList { return &velerov1.BackupList{} }
-func (VeleroBackupMirror) SourceGVK() schema.GroupVersionKind {
-	return velerov1.SchemeGroupVersion.WithKind("Backup")
-}
-func (VeleroBackupMirror) Target() client.Object { return &v1.Backup{} }
-func (VeleroBackupMirror) Enabled(s *liveconfig.Snapshot) bool {
+func backupDiscovery(s *liveconfig.Snapshot) bool {
 	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
 }
 
-// TargetKey: velero-<name> in the Velero namespace.
-func (VeleroBackupMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
+func backupStale(s *liveconfig.Snapshot) int32 { return s.Spec.BackupDiscovery.StaleCleanupMinutes }
+
+func veleroKey(src types.NamespacedName) types.NamespacedName {
 	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("velero", src.Name)}
 }
 
-// Declare maps the seed's Velero backup table.
-func (VeleroBackupMirror) Declare(b *velerov1.Backup, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+// declareVeleroBackup maps the seed's Velero backup table.
+func declareVeleroBackup(b *velerov1.Backup, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if b.Namespace != veleroNamespace(snap) {
 		return nil, false, nil
 	}
@@ -156,27 +151,13 @@ func backupLabels(provider, source string) map[string]string {
 	return l
 }
 
-// VeleroScheduleMirror maps Velero Schedules to BackupSchedules.
-type VeleroScheduleMirror struct{}
+// VeleroSchedules maps Velero Schedules to BackupSchedules named velero-<name> in the Velero namespace.
+var VeleroSchedules = &Mirror[*velerov1.Schedule]{Name: "velero-schedule", Source: velerov1.SchemeGroupVersion.WithKind("Schedule"),
+	CRD: CRDVeleroSchedule, Target: &v1.BackupSchedule{}, Enabled: backupDiscovery, StaleMinutes: backupStale, TargetKey: veleroKey,
+	Declare: declareVeleroSchedule}
 
-func (VeleroScheduleMirror) Name() string                     { return "velero-schedule" }
-func (VeleroScheduleMirror) NewSource() *velerov1.Schedule    { return &velerov1.Schedule{} }
-func (VeleroScheduleMirror) NewSourceList() client.ObjectList { return &velerov1.ScheduleList{} }
-func (VeleroScheduleMirror) SourceGVK() schema.GroupVersionKind {
-	return velerov1.SchemeGroupVersion.WithKind("Schedule")
-}
-func (VeleroScheduleMirror) Target() client.Object { return &v1.BackupSchedule{} }
-func (VeleroScheduleMirror) Enabled(s *liveconfig.Snapshot) bool {
-	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled)
-}
-
-// TargetKey: velero-<name> in the Velero namespace.
-func (VeleroScheduleMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("velero", src.Name)}
-}
-
-// Declare maps the seed's Velero schedule table.
-func (VeleroScheduleMirror) Declare(s *velerov1.Schedule, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+// declareVeleroSchedule maps the seed's Velero schedule table.
+func declareVeleroSchedule(s *velerov1.Schedule, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if s.Namespace != veleroNamespace(snap) {
 		return nil, false, nil
 	}
@@ -229,18 +210,6 @@ func CNPGBackupStatus(phase string) string {
 	return "unknown"
 }
 
-func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
-}
-
-func newUnstructuredList(gvk schema.GroupVersionKind) *unstructured.UnstructuredList {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	return l
-}
-
 func unstructuredTime(u *unstructured.Unstructured, fields ...string) (*metav1.Time, error) {
 	s, found, err := unstructured.NestedString(u.Object, fields...)
 	if err != nil || !found || s == "" {
@@ -254,16 +223,9 @@ func unstructuredTime(u *unstructured.Unstructured, fields ...string) (*metav1.T
 	return &mt, nil
 }
 
-// CNPGBackupMirror maps CloudNativePG Backups to Backups (kind database).
-type CNPGBackupMirror struct{}
-
-func (CNPGBackupMirror) Name() string                                          { return "cnpg-backup" }
-func (CNPGBackupMirror) NewSource() *unstructured.Unstructured                 { return newUnstructured(CNPGBackupGVK) }
-func (CNPGBackupMirror) NewSourceList() client.ObjectList                      { return newUnstructuredList(CNPGBackupGVK) }
-func (CNPGBackupMirror) SourceGVK() schema.GroupVersionKind                    { return CNPGBackupGVK }
-func (CNPGBackupMirror) Target() client.Object                                 { return &v1.Backup{} }
-func (CNPGBackupMirror) Enabled(s *liveconfig.Snapshot) bool                   { return cnpgEnabled(s) }
-func (CNPGBackupMirror) TargetKey(k types.NamespacedName) types.NamespacedName { return cnpgKey(k) }
+// CNPGBackups maps CloudNativePG Backups to Backups (kind database) named cnpg-<name>.
+var CNPGBackups = &Mirror[*unstructured.Unstructured]{Name: "cnpg-backup", Source: CNPGBackupGVK, CRD: CRDCNPGBackup,
+	Target: &v1.Backup{}, Enabled: cnpgEnabled, StaleMinutes: backupStale, TargetKey: cnpgKey, Declare: declareCNPG(CNPGBackupSpec)}
 
 func cnpgEnabled(s *liveconfig.Snapshot) bool {
 	return liveconfig.Enabled(s.Spec.BackupDiscovery.Enabled) && liveconfig.Enabled(s.Spec.BackupDiscovery.CNPGEnabled)
@@ -273,16 +235,19 @@ func cnpgKey(src types.NamespacedName) types.NamespacedName {
 	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("cnpg", src.Name)}
 }
 
-// Declare maps a CNPG Backup in a namespace backup discovery watches.
-func (CNPGBackupMirror) Declare(u *unstructured.Unstructured, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
-	if !snap.BackupNamespaces().Allows(u.GetNamespace()) {
-		return nil, false, nil
+// declareCNPG declares a CNPG object in a namespace backup discovery watches
+// with its mapping.
+func declareCNPG[T any](spec func(*unstructured.Unstructured) (T, error)) func(*unstructured.Unstructured, *liveconfig.Snapshot, time.Time) (*Declared, bool, error) {
+	return func(u *unstructured.Unstructured, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+		if !snap.BackupNamespaces().Allows(u.GetNamespace()) {
+			return nil, false, nil
+		}
+		s, err := spec(u)
+		if err != nil {
+			return nil, false, err
+		}
+		return &Declared{Labels: backupLabels(ProviderCNPG, u.GetName()), Spec: s}, true, nil
 	}
-	spec, err := CNPGBackupSpec(u)
-	if err != nil {
-		return nil, false, err
-	}
-	return &Declared{Labels: backupLabels(ProviderCNPG, u.GetName()), Spec: spec}, true, nil
 }
 
 // CNPGBackupSpec is the mapping (docs/inventory.md).
@@ -302,34 +267,10 @@ func CNPGBackupSpec(u *unstructured.Unstructured) (v1.BackupSpec, error) {
 	return s, nil
 }
 
-// CNPGScheduledMirror maps CloudNativePG ScheduledBackups to BackupSchedules.
-type CNPGScheduledMirror struct{}
-
-func (CNPGScheduledMirror) Name() string { return "cnpg-scheduledbackup" }
-func (CNPGScheduledMirror) NewSource() *unstructured.Unstructured {
-	return newUnstructured(CNPGScheduledGVK)
-}
-func (CNPGScheduledMirror) NewSourceList() client.ObjectList {
-	return newUnstructuredList(CNPGScheduledGVK)
-}
-func (CNPGScheduledMirror) SourceGVK() schema.GroupVersionKind  { return CNPGScheduledGVK }
-func (CNPGScheduledMirror) Target() client.Object               { return &v1.BackupSchedule{} }
-func (CNPGScheduledMirror) Enabled(s *liveconfig.Snapshot) bool { return cnpgEnabled(s) }
-func (CNPGScheduledMirror) TargetKey(k types.NamespacedName) types.NamespacedName {
-	return cnpgKey(k)
-}
-
-// Declare maps a ScheduledBackup in a namespace backup discovery watches.
-func (CNPGScheduledMirror) Declare(u *unstructured.Unstructured, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
-	if !snap.BackupNamespaces().Allows(u.GetNamespace()) {
-		return nil, false, nil
-	}
-	spec, err := CNPGScheduleSpec(u)
-	if err != nil {
-		return nil, false, err
-	}
-	return &Declared{Labels: backupLabels(ProviderCNPG, u.GetName()), Spec: spec}, true, nil
-}
+// CNPGScheduledBackups maps CloudNativePG ScheduledBackups to BackupSchedules named cnpg-<name>.
+var CNPGScheduledBackups = &Mirror[*unstructured.Unstructured]{Name: "cnpg-scheduledbackup", Source: CNPGScheduledGVK,
+	CRD: CRDCNPGScheduled, Target: &v1.BackupSchedule{}, Enabled: cnpgEnabled, StaleMinutes: backupStale, TargetKey: cnpgKey,
+	Declare: declareCNPG(CNPGScheduleSpec)}
 
 // CNPGScheduleSpec is the mapping; CNPG's six-field cron (seconds first) becomes
 // the API's five fields (CNPGCron). CNPG names a scheduled backup

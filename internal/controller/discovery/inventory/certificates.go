@@ -7,9 +7,7 @@ import (
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -64,28 +62,25 @@ func CertificateStatusAt(c *certmanagerv1.Certificate, now time.Time) (string, b
 	return "ready", true, notAfter.Add(-ExpiringSoon).Sub(now)
 }
 
-// CertificateMirror maps cert-manager Certificates (seed 002 "Certificate Discovery").
-type CertificateMirror struct{}
+// Certificates maps cert-manager Certificates (seed 002 "Certificate Discovery")
+// to Certificates of the seed's name: certmanager-<namespace>-<name>.
+var Certificates = &Mirror[*certmanagerv1.Certificate]{Name: "certificate", Source: certmanagerv1.SchemeGroupVersion.WithKind("Certificate"),
+	CRD: CRDCertificate, Target: &v1.Certificate{}, Enabled: certificateDiscovery, StaleMinutes: certificateStale,
+	TargetKey: func(src types.NamespacedName) types.NamespacedName {
+		return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("certmanager", src.Namespace, src.Name)}
+	}, Declare: declareCertificate}
 
-func (CertificateMirror) Name() string                          { return "certificate" }
-func (CertificateMirror) NewSource() *certmanagerv1.Certificate { return &certmanagerv1.Certificate{} }
-func (CertificateMirror) NewSourceList() client.ObjectList      { return &certmanagerv1.CertificateList{} }
-func (CertificateMirror) SourceGVK() schema.GroupVersionKind {
-	return certmanagerv1.SchemeGroupVersion.WithKind("Certificate")
-}
-func (CertificateMirror) Target() client.Object { return &v1.Certificate{} }
-func (CertificateMirror) Enabled(s *liveconfig.Snapshot) bool {
+func certificateDiscovery(s *liveconfig.Snapshot) bool {
 	return liveconfig.Enabled(s.Spec.CertificateDiscovery.Enabled)
 }
 
-// TargetKey is the seed's name: certmanager-<namespace>-<name>.
-func (CertificateMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Namespace: src.Namespace, Name: names.DNS("certmanager", src.Namespace, src.Name)}
+func certificateStale(s *liveconfig.Snapshot) int32 {
+	return s.Spec.CertificateDiscovery.StaleCleanupMinutes
 }
 
-// Declare applies the namespace and issuer filters and maps the seed's table; it
+// declareCertificate applies the namespace and issuer filters and maps the seed's table; it
 // asks to be run again when the status changes by time alone.
-func (CertificateMirror) Declare(c *certmanagerv1.Certificate, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error) {
+func declareCertificate(c *certmanagerv1.Certificate, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error) {
 	cd := snap.Spec.CertificateDiscovery
 	if !snap.CertificateNamespaces().Allows(c.Namespace) || !IssuerSelected(cd.IssuerFilter, c.Spec.IssuerRef.Name) {
 		return nil, false, nil

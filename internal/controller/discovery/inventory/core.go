@@ -7,10 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/polycrate/polycrate-operator/api/v1alpha1"
 	"github.com/polycrate/polycrate-operator/internal/liveconfig"
@@ -19,37 +17,39 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
 
-// HostMirror maps Nodes to Hosts (seed 002 "Host Discovery").
-type HostMirror struct {
-	mu      sync.Mutex
-	badSel  string
-	OnError func(msg string)
+// Hosts maps Nodes to Hosts (seed 002 "Host Discovery"); onError hears of an
+// invalid node_discovery.label_selector once per selector.
+func Hosts(onError func(msg string)) *Mirror[*corev1.Node] {
+	h := &hostSelector{onError: onError}
+	return &Mirror[*corev1.Node]{Name: "host", Source: corev1.SchemeGroupVersion.WithKind("Node"), Target: &v1.Host{},
+		Enabled: nodeDiscovery, TargetKey: clusterScoped, Declare: h.declare}
 }
 
-func (*HostMirror) Name() string                     { return "host" }
-func (*HostMirror) NewSource() *corev1.Node          { return &corev1.Node{} }
-func (*HostMirror) NewSourceList() client.ObjectList { return &corev1.NodeList{} }
-func (*HostMirror) SourceGVK() schema.GroupVersionKind {
-	return corev1.SchemeGroupVersion.WithKind("Node")
-}
-func (*HostMirror) Target() client.Object { return &v1.Host{} }
-func (*HostMirror) Enabled(s *liveconfig.Snapshot) bool {
+// nodeDiscovery: Hosts and, with them, volumes follow node discovery (the
+// cluster's inventory switch).
+func nodeDiscovery(s *liveconfig.Snapshot) bool {
 	return liveconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
 }
 
-// TargetKey: the Host has the Node's name.
-func (*HostMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
+// clusterScoped: the CR has the (cluster-scoped) source's name.
+func clusterScoped(src types.NamespacedName) types.NamespacedName {
 	return types.NamespacedName{Name: src.Name}
 }
 
-// Declare applies node_discovery.label_selector and maps the seed's field table.
-func (m *HostMirror) Declare(n *corev1.Node, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+type hostSelector struct {
+	mu      sync.Mutex
+	badSel  string
+	onError func(msg string)
+}
+
+// declare applies node_discovery.label_selector and maps the seed's field table.
+func (m *hostSelector) declare(n *corev1.Node, snap *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
 	if sel := snap.Spec.NodeDiscovery.LabelSelector; sel != "" {
 		s, err := labels.Parse(sel)
 		if err != nil {
 			m.mu.Lock()
-			if m.badSel != sel && m.OnError != nil {
-				m.OnError("node_discovery.label_selector " + sel + " is invalid, no Node is mirrored: " + err.Error())
+			if m.badSel != sel && m.onError != nil {
+				m.onError("node_discovery.label_selector " + sel + " is invalid, no Node is mirrored: " + err.Error())
 			}
 			m.badSel = sel
 			m.mu.Unlock()
@@ -91,31 +91,12 @@ func nodeIPv4(n *corev1.Node) string {
 	return ""
 }
 
-// VolumeMirror maps PersistentVolumes to K8sVolumes (docs/inventory.md).
-type VolumeMirror struct{}
-
-func (VolumeMirror) Name() string                        { return "k8svolume" }
-func (VolumeMirror) NewSource() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }
-func (VolumeMirror) NewSourceList() client.ObjectList    { return &corev1.PersistentVolumeList{} }
-func (VolumeMirror) SourceGVK() schema.GroupVersionKind {
-	return corev1.SchemeGroupVersion.WithKind("PersistentVolume")
-}
-func (VolumeMirror) Target() client.Object { return &v1.K8sVolume{} }
-
-// Enabled: volumes follow node discovery (the cluster's inventory switch).
-func (VolumeMirror) Enabled(s *liveconfig.Snapshot) bool {
-	return liveconfig.Enabled(s.Spec.NodeDiscovery.Enabled)
-}
-
-// TargetKey: the K8sVolume has the PV's name.
-func (VolumeMirror) TargetKey(src types.NamespacedName) types.NamespacedName {
-	return types.NamespacedName{Name: src.Name}
-}
-
-// Declare maps every PV.
-func (VolumeMirror) Declare(pv *corev1.PersistentVolume, _ *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
-	return &Declared{Labels: labelIfValid(v1.LabelVolumeSourcePV, pv.Name), Spec: VolumeSpecOf(pv)}, true, nil
-}
+// Volumes maps every PersistentVolume to a K8sVolume of its name (docs/inventory.md).
+var Volumes = &Mirror[*corev1.PersistentVolume]{Name: "k8svolume", Source: corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
+	Target: &v1.K8sVolume{}, Enabled: nodeDiscovery, TargetKey: clusterScoped,
+	Declare: func(pv *corev1.PersistentVolume, _ *liveconfig.Snapshot, _ time.Time) (*Declared, bool, error) {
+		return &Declared{Labels: labelIfValid(v1.LabelVolumeSourcePV, pv.Name), Spec: VolumeSpecOf(pv)}, true, nil
+	}}
 
 // VolumeSpecOf maps what a platform engineer wants to see of a volume.
 func VolumeSpecOf(pv *corev1.PersistentVolume) v1.K8sVolumeSpec {

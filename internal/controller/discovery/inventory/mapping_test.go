@@ -70,7 +70,7 @@ func TestHostSpecOf(t *testing.T) {
 
 func TestHostLabelSelector(t *testing.T) {
 	var said []string
-	m := &HostMirror{OnError: func(msg string) { said = append(said, msg) }}
+	m := Hosts(func(msg string) { said = append(said, msg) })
 	snap := &liveconfig.Snapshot{}
 	n := node("1", "1Gi")
 	n.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
@@ -163,7 +163,7 @@ func TestVeleroSelection(t *testing.T) {
 	} {
 		b.Namespace, b.Spec.IncludedNamespaces = c.ns, c.included
 		snap.Spec.BackupDiscovery.VeleroNamespace = c.veleroNS
-		if _, ok, _ := (VeleroBackupMirror{}).Declare(b, snap, time.Now()); ok != c.want {
+		if _, ok, _ := VeleroBackups.Declare(b, snap, time.Now()); ok != c.want {
 			t.Errorf("%+v: selected %v", c, ok)
 		}
 	}
@@ -313,7 +313,7 @@ func TestCertificateSpecAt(t *testing.T) {
 		next != na.Add(-ExpiringSoon).Sub(now) {
 		t.Errorf("%+v next %v", s, next)
 	}
-	if k := (CertificateMirror{}).TargetKey(keyOf("production", "api-example-com-tls")); k.Name != "certmanager-production-api-example-com-tls" {
+	if k := Certificates.TargetKey(keyOf("production", "api-example-com-tls")); k.Name != "certmanager-production-api-example-com-tls" {
 		t.Errorf("CR name %s", k.Name)
 	}
 	c.Spec.IssuerRef.Kind = "AWSPCAClusterIssuer"

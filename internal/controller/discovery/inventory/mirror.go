@@ -55,44 +55,70 @@ type Declared struct {
 	Requeue time.Duration
 }
 
-// Mirror is what one source kind contributes.
-type Mirror[S client.Object] interface {
+// Mirror is one source kind: what it mirrors into which CR, when, and how.
+type Mirror[S client.Object] struct {
 	// Name is the mirror's name, e.g. "host" or "velero-backup".
-	Name() string
-	NewSource() S
-	NewSourceList() client.ObjectList
-	// SourceGVK is the source's kind (for the source annotation and owner references).
-	SourceGVK() schema.GroupVersionKind
+	Name string
+	// Source is the source's kind (for the source annotation and owner references).
+	Source schema.GroupVersionKind
+	// CRD gates a third-party source kind: its watch runs while the CRD is
+	// served ("" for core kinds).
+	CRD string
 	// Target is an empty CR of the kind it declares.
-	Target() client.Object
-	Enabled(snap *liveconfig.Snapshot) bool
+	Target  client.Object
+	Enabled func(snap *liveconfig.Snapshot) bool
+	// StaleMinutes reads the stale sweep's interval from the configuration (nil:
+	// controller.DefaultSweepInterval).
+	StaleMinutes func(*liveconfig.Snapshot) int32
+	// TargetKey is the CR's key for a source key.
+	TargetKey func(src types.NamespacedName) types.NamespacedName
 	// Declare maps a source; false when filters do not select it. An error is a
 	// source the mapping cannot read (a Warning event on it, nothing declared).
-	Declare(src S, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error)
-	// TargetKey is the CR's key for a source key.
-	TargetKey(src types.NamespacedName) types.NamespacedName
+	Declare func(src S, snap *liveconfig.Snapshot, now time.Time) (*Declared, bool, error)
 }
+
+// newSource is an empty source object (unstructured ones know their kind).
+func (m *Mirror[S]) newSource() S {
+	s := reflect.New(reflect.TypeFor[S]().Elem()).Interface().(S)
+	if u, ok := any(s).(*unstructured.Unstructured); ok {
+		u.SetGroupVersionKind(m.Source)
+	}
+	return s
+}
+
+// newSourceList is an empty list of sources: the scheme's type, or unstructured.
+func (m *Mirror[S]) newSourceList(scheme *runtime.Scheme) (client.ObjectList, error) {
+	gvk := m.Source.GroupVersion().WithKind(m.Source.Kind + "List")
+	if _, ok := any(m.newSource()).(*unstructured.Unstructured); ok {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk)
+		return l, nil
+	}
+	o, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	return o.(client.ObjectList), nil
+}
+
+func (m *Mirror[S]) newTarget() client.Object { return m.Target.DeepCopyObject().(client.Object) }
 
 // Reconciler runs one Mirror.
 type Reconciler[S client.Object] struct {
 	controller.Deps
-	Mirror Mirror[S]
-	// Gate and CRD gate a third-party source kind (nil for core kinds).
+	Mirror *Mirror[S]
+	// Gate starts and stops a third-party source kind's watch with its CRD.
 	Gate *crdgate.Gate
-	CRD  string
-	// StaleMinutes reads the stale sweep's interval from the configuration (nil:
-	// controller.DefaultSweepInterval).
-	StaleMinutes func(*liveconfig.Snapshot) int32
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 
 	waker *controller.Waker
 }
 
-func (r *Reconciler[S]) active() bool { return r.Gate == nil || r.Gate.Active(r.CRD) }
+func (r *Reconciler[S]) active() bool { return r.Mirror.CRD == "" || r.Gate.Active(r.Mirror.CRD) }
 
 func (r *Reconciler[S]) sourceID(key types.NamespacedName) string {
-	gvk := r.Mirror.SourceGVK()
+	gvk := r.Mirror.Source
 	return gvk.Group + "/" + gvk.Kind + ":" + key.Namespace + "/" + key.Name
 }
 
@@ -103,7 +129,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil // starting, or the source's CRD is gone: quiet
 	}
 	m := r.Mirror
-	src := m.NewSource()
+	src := m.newSource()
 	err := r.Client.Get(ctx, req.NamespacedName, src)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -113,7 +139,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		d, selected, derr := m.Declare(src, snap, r.Now())
 		if derr != nil {
 			r.Events("Discover").Event(src, corev1.EventTypeWarning, v1.ReasonInvalidSource, "not mirrored: "+derr.Error())
-			r.Log.Info("source not mirrored", "mirror", m.Name(), "namespace", req.Namespace, "name", req.Name, "problem", derr.Error())
+			r.Log.Info("source not mirrored", "mirror", m.Name, "namespace", req.Namespace, "name", req.Name, "problem", derr.Error())
 			return ctrl.Result{}, nil
 		}
 		if selected {
@@ -121,7 +147,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	key := m.TargetKey(req.NamespacedName)
-	target := m.Target()
+	target := m.newTarget()
 	terr := r.Client.Get(ctx, key, target)
 	if terr != nil && !apierrors.IsNotFound(terr) {
 		return ctrl.Result{}, terr
@@ -129,7 +155,7 @@ func (r *Reconciler[S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	exists := terr == nil
 	if decl == nil {
 		if exists && r.ours(target, req.NamespacedName) && target.GetDeletionTimestamp().IsZero() {
-			r.Log.Info("source gone or no longer selected; deleting its CR", "mirror", m.Name(), "namespace", key.Namespace, "name", key.Name)
+			r.Log.Info("source gone or no longer selected; deleting its CR", "mirror", m.Name, "namespace", key.Namespace, "name", key.Name)
 			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, target))
 		}
 		return ctrl.Result{}, nil
@@ -177,11 +203,11 @@ func (r *Reconciler[S]) declare(src S, key types.NamespacedName, d *Declared) (*
 	body, _ := json.Marshal(map[string]any{"labels": labels, "spec": spec})
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:8])
-	gvk, err := r.Client.GroupVersionKindFor(r.Mirror.Target())
+	gvk, err := r.Client.GroupVersionKindFor(r.Mirror.Target)
 	if err != nil {
 		return nil, "", err
 	}
-	sg := r.Mirror.SourceGVK()
+	sg := r.Mirror.Source
 	md := map[string]any{
 		"name": key.Name, "labels": labels,
 		"annotations": map[string]any{AnnotationSource: r.sourceID(client.ObjectKeyFromObject(src)), AnnotationDeclared: hash},
@@ -209,7 +235,7 @@ func (r *Reconciler[S]) targetToSource(_ context.Context, o client.Object) []rec
 }
 
 func (r *Reconciler[S]) sourceOf(o client.Object) (types.NamespacedName, bool) {
-	gvk := r.Mirror.SourceGVK()
+	gvk := r.Mirror.Source
 	prefix := gvk.Group + "/" + gvk.Kind + ":"
 	v := o.GetAnnotations()[AnnotationSource]
 	if !strings.HasPrefix(v, prefix) {
@@ -224,8 +250,7 @@ func (r *Reconciler[S]) sourceOf(o client.Object) (types.NamespacedName, bool) {
 func (r *Reconciler[S]) All(ctx context.Context, c client.Client) {
 	keys := map[types.NamespacedName]bool{}
 	if r.active() {
-		list := r.Mirror.NewSourceList()
-		if err := c.List(ctx, list); err == nil {
+		if list, err := r.Mirror.newSourceList(c.Scheme()); err == nil && c.List(ctx, list) == nil {
 			_ = meta.EachListItem(list, func(o runtime.Object) error {
 				if co, ok := o.(client.Object); ok {
 					keys[client.ObjectKeyFromObject(co)] = true
@@ -235,7 +260,7 @@ func (r *Reconciler[S]) All(ctx context.Context, c client.Client) {
 		}
 	}
 	targets := &metav1.PartialObjectMetadataList{}
-	gvk, err := c.GroupVersionKindFor(r.Mirror.Target())
+	gvk, err := c.GroupVersionKindFor(r.Mirror.Target)
 	if err == nil {
 		targets.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := c.List(ctx, targets, client.MatchingLabels{v1.LabelDiscovered: v1.LabelValueTrue}); err == nil {
@@ -260,25 +285,25 @@ func (r *Reconciler[S]) SetupWithManager(mgr manager.Manager) error {
 	r.waker = controller.NewWaker()
 	opts := r.Options()
 	opts.Reconciler = r
-	c, err := crcontroller.New("inventory-"+r.Mirror.Name(), mgr, opts)
+	c, err := crcontroller.New("inventory-"+r.Mirror.Name, mgr, opts)
 	if err != nil {
 		return err
 	}
 	if err := c.Watch(r.waker.Source()); err != nil {
 		return err
 	}
-	if err := c.Watch(source.Kind(mgr.GetCache(), r.Mirror.Target(), handler.EnqueueRequestsFromMapFunc(r.targetToSource))); err != nil {
+	if err := c.Watch(source.Kind(mgr.GetCache(), r.Mirror.newTarget(), handler.EnqueueRequestsFromMapFunc(r.targetToSource))); err != nil {
 		return err
 	}
 	watchSource := func() error {
-		return c.Watch(source.Kind(mgr.GetCache(), r.Mirror.NewSource(), &handler.TypedEnqueueRequestForObject[S]{}))
+		return c.Watch(source.Kind(mgr.GetCache(), r.Mirror.newSource(), &handler.TypedEnqueueRequestForObject[S]{}))
 	}
-	if r.Gate == nil {
+	if r.Mirror.CRD == "" {
 		if err := watchSource(); err != nil {
 			return err
 		}
 	} else {
-		r.Gate.Register(crdgate.Kind{CRD: r.CRD, Version: r.Mirror.SourceGVK().Version, Objects: []client.Object{r.Mirror.NewSource()},
+		r.Gate.Register(crdgate.Kind{CRD: r.Mirror.CRD, Version: r.Mirror.Source.Version, Objects: []client.Object{r.Mirror.newSource()},
 			Start: func(bool) error { return watchSource() }})
 	}
 	all := func(ctx context.Context) { r.All(ctx, mgr.GetClient()) }
@@ -286,9 +311,36 @@ func (r *Reconciler[S]) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	return controller.Every(mgr, func() time.Duration { // the stale sweep
-		if snap := r.Config.Get(); snap != nil && r.StaleMinutes != nil {
-			return controller.MinutesOr(r.StaleMinutes(snap), controller.DefaultSweepInterval)
+		if snap := r.Config.Get(); snap != nil && r.Mirror.StaleMinutes != nil {
+			return controller.MinutesOr(r.Mirror.StaleMinutes(snap), controller.DefaultSweepInterval)
 		}
 		return controller.DefaultSweepInterval
 	}, all)
+}
+
+// Runner is one mirror's reconciler as the operator holds it.
+type Runner interface {
+	SetupWithManager(manager.Manager) error
+	// All runs a full pass (what a configuration change and the stale sweep do).
+	All(context.Context, client.Client)
+}
+
+// Reconcilers are the inventory's discovery reconcilers, by mirror name (their
+// API syncs are registered kinds, apisync.Kinds); gate starts and stops the
+// third-party kinds' watches with their CRDs.
+func Reconcilers(d controller.Deps, gate *crdgate.Gate) map[string]Runner {
+	out := map[string]Runner{}
+	add := func(name string, r Runner) { out[name] = r }
+	add(run(d, gate, Hosts(func(msg string) { d.Log.Info(msg) })))
+	add(run(d, gate, Volumes))
+	add(run(d, gate, VeleroBackups))
+	add(run(d, gate, VeleroSchedules))
+	add(run(d, gate, CNPGBackups))
+	add(run(d, gate, CNPGScheduledBackups))
+	add(run(d, gate, Certificates))
+	return out
+}
+
+func run[S client.Object](d controller.Deps, gate *crdgate.Gate, m *Mirror[S]) (string, Runner) {
+	return m.Name, &Reconciler[S]{Deps: d, Mirror: m, Gate: gate}
 }
