@@ -187,9 +187,6 @@ type builder struct {
 	// Secret lives there), never cluster-wide.
 	secrets cache.Cache
 	d       controller.Deps
-	// ingress and route inspect the two kinds of discovery sources.
-	ingress endpoints.IngressInspector
-	route   endpoints.HTTPRouteInspector
 	apps    *k8sapps.Reconciler
 }
 
@@ -306,7 +303,7 @@ func (b *builder) components() error {
 	d := b.d
 	op.Gate = &crdgate.Gate{Mgr: mgr, Log: d.Log.WithName("crd-gate")}
 	op.HTTPRoutes = &endpoints.HTTPRouteStarter{Gate: op.Gate,
-		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: b.route, Others: []endpoints.Inspector{b.ingress}, Reader: mgr.GetAPIReader()}}
+		Reconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"), Inspector: endpoints.HTTPRoutes, Others: []*endpoints.Inspector{endpoints.Ingresses}, Reader: mgr.GetAPIReader()}}
 	b.apps = &k8sapps.Reconciler{Deps: d.Named("discovery-k8sapp"), Reader: mgr.GetAPIReader(), HTTPRoutes: op.HTTPRoutes.Started,
 		Pods: op.Pods, Secrets: op.Secrets}
 	op.Apps = &k8sapps.Discovery{R: b.apps}
@@ -370,7 +367,7 @@ func (b *builder) controllers() error {
 			SecretSource: source.Kind(b.secrets, &corev1.Secret{}, k8scluster.SecretHandler(mgr.GetClient()))}},
 		// Ingresses and (once the Gateway API exists) HTTPRoutes → Endpoint CRs, and the stale sweep.
 		{"Ingress discovery", endpoints.IngressDiscovery{SourceReconciler: &endpoints.SourceReconciler{Deps: d.Named("discovery"),
-			Inspector: b.ingress, Others: []endpoints.Inspector{b.route}, Reader: mgr.GetAPIReader()}}},
+			Inspector: endpoints.Ingresses, Others: []*endpoints.Inspector{endpoints.HTTPRoutes}, Reader: mgr.GetAPIReader()}}},
 		{"HTTPRoute discovery", op.HTTPRoutes},
 		{"the stale sweep", op.Sweep},
 		// Meta-Secrets, annotated Pods and Ingress/HTTPRoute claims → K8sApp CRs.

@@ -76,7 +76,7 @@ func TestApplyEndpointsAtOnce(t *testing.T) {
 			store := &liveconfig.Store{}
 			store.Set(&liveconfig.Snapshot{})
 			r := &SourceReconciler{Deps: controller.Deps{Client: c, Config: store, Recorder: events.NewFakeRecorder(10), Log: logr.Discard()},
-				Inspector: IngressInspector{}}
+				Inspector: Ingresses}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "web"}})
 			if failOne != (err != nil) {
 				t.Fatalf("reconcile: %v (an apply failed: %v)", err, failOne)

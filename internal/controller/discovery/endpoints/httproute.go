@@ -26,28 +26,15 @@ import (
 // HTTPRouteCRD is the CRD whose presence turns HTTPRoute discovery on.
 const HTTPRouteCRD = "httproutes.gateway.networking.k8s.io"
 
-// HTTPRouteInspector reads Gateway-API HTTPRoutes.
-type HTTPRouteInspector struct{}
+// HTTPRoutes reads Gateway-API HTTPRoutes; an HTTPRoute takes a host over from
+// an Ingress, never the reverse.
+var HTTPRoutes = &Inspector{Kind: "HTTPRoute", Label: v1.LabelEndpointSourceHTTPRoute, Finalizer: v1.FinalizerHTTPRouteDiscovery,
+	Priority: 1, Example: &gatewayv1.HTTPRoute{}, Inspect: inspectHTTPRoute}
 
-// Kind is "HTTPRoute".
-func (HTTPRouteInspector) Kind() string { return "HTTPRoute" }
-
-// Label names the source HTTPRoute on an Endpoint.
-func (HTTPRouteInspector) Label() string { return v1.LabelEndpointSourceHTTPRoute }
-
-// Finalizer is the seed's HTTPRoute finalizer.
-func (HTTPRouteInspector) Finalizer() string { return v1.FinalizerHTTPRouteDiscovery }
-
-// Priority: an HTTPRoute takes a host over from an Ingress, never the reverse.
-func (HTTPRouteInspector) Priority() int { return 1 }
-
-// New returns an empty HTTPRoute.
-func (HTTPRouteInspector) New() client.Object { return &gatewayv1.HTTPRoute{} }
-
-// Inspect: hosts from spec.hostnames; TLS and port from the parent Gateway's
+// inspectHTTPRoute: hosts from spec.hostnames; TLS and port from the parent Gateway's
 // listener (sectionName, else the first HTTPS, else the first HTTP listener); the
 // path from the first PathPrefix match; gateway_classes filters by the parent's class.
-func (HTTPRouteInspector) Inspect(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
+func inspectHTTPRoute(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
 	route := obj.(*gatewayv1.HTTPRoute)
 	var gw *gatewayv1.Gateway
 	var section string

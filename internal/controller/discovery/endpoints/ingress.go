@@ -33,26 +33,12 @@ const (
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;patch;update
 
-// IngressInspector reads Ingresses.
-type IngressInspector struct{}
+// Ingresses reads Ingresses; an Ingress yields a host to an HTTPRoute.
+var Ingresses = &Inspector{Kind: "Ingress", Label: v1.LabelEndpointSourceIngress, Finalizer: v1.FinalizerIngressDiscovery,
+	Priority: 0, Example: &networkingv1.Ingress{}, Inspect: inspectIngress}
 
-// Kind is "Ingress".
-func (IngressInspector) Kind() string { return "Ingress" }
-
-// Label names the source Ingress on an Endpoint.
-func (IngressInspector) Label() string { return v1.LabelEndpointSourceIngress }
-
-// Finalizer is the seed's Ingress finalizer.
-func (IngressInspector) Finalizer() string { return v1.FinalizerIngressDiscovery }
-
-// Priority: an Ingress yields to an HTTPRoute.
-func (IngressInspector) Priority() int { return 0 }
-
-// New returns an empty Ingress.
-func (IngressInspector) New() client.Object { return &networkingv1.Ingress{} }
-
-// Inspect applies ingress_classes and returns the rules' hosts (wildcards skipped).
-func (IngressInspector) Inspect(_ context.Context, _ client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
+// inspectIngress applies ingress_classes and returns the rules' hosts (wildcards skipped).
+func inspectIngress(_ context.Context, _ client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error) {
 	ing := obj.(*networkingv1.Ingress)
 	if classes := snap.Spec.EndpointDiscovery.IngressClasses; len(classes) > 0 {
 		class := ing.Annotations[legacyIngressClass]

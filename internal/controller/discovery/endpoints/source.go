@@ -35,28 +35,31 @@ type Host struct {
 }
 
 // Inspector is what a source kind contributes to endpoint discovery.
-type Inspector interface {
+type Inspector struct {
 	// Kind names the source kind in events ("Ingress", "HTTPRoute").
-	Kind() string
+	Kind string
 	// Label is the Endpoint label naming the source; Finalizer the source's finalizer.
-	Label() string
-	Finalizer() string
+	Label, Finalizer string
 	// Priority: an Endpoint owned by a higher-priority kind is never taken over
 	// (HTTPRoute beats Ingress); a lower one is.
-	Priority() int
-	New() client.Object
+	Priority int
+	// Example is an empty source object.
+	Example client.Object
 	// Inspect reads a source: whether it is selected (beyond the namespace filter and
 	// the monitor annotation, e.g. its class) and its hosts.
-	Inspect(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error)
+	Inspect func(ctx context.Context, c client.Client, obj client.Object, snap *liveconfig.Snapshot) (bool, []Host, error)
 }
+
+// New returns an empty source object.
+func (in *Inspector) New() client.Object { return in.Example.DeepCopyObject().(client.Object) }
 
 // SourceReconciler turns one source kind into Endpoint CRs; the rules are the same
 // for every kind (docs/annotations.md).
 type SourceReconciler struct {
 	controller.Deps
-	Inspector Inspector
+	Inspector *Inspector
 	// Others are the other source kinds, to judge claims by priority.
-	Others []Inspector
+	Others []*Inspector
 	// Active, when set, says whether the source kind is served now (a gated CRD);
 	// while it is not, the reconciler does nothing.
 	Active func() bool
@@ -78,7 +81,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, err
 	}
-	owned, err := ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label(), obj.GetName())
+	owned, err := ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label, obj.GetName())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -98,7 +101,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// finalizer removes the API objects), then the source's finalizer.
 		return r.release(ctx, obj, owned)
 	}
-	if _, err := controller.EnsureFinalizer(ctx, r.Client, obj, in.Finalizer()); err != nil {
+	if _, err := controller.EnsureFinalizer(ctx, r.Client, obj, in.Finalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	ann := obj.GetAnnotations()
@@ -114,14 +117,14 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if len(hosts) > MaxHostsPerSource {
 		r.Events("Discover").Event(obj, corev1.EventTypeWarning, v1.ReasonTooManyHosts,
 			fmt.Sprintf("this %s names %d hosts; the first %d (in the order of its spec) are monitored, the other %d are not (at most %d hosts per source: split it)",
-				in.Kind(), len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource))
+				in.Kind, len(hosts), MaxHostsPerSource, len(hosts)-MaxHostsPerSource, MaxHostsPerSource))
 		hosts = hosts[:MaxHostsPerSource]
 	}
 	wanted, checks, err := r.claim(ctx, obj, hosts, settings)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	wrote, err := applyEndpoints(ctx, r.Client, obj, in.Label(), checks, settings)
+	wrote, err := applyEndpoints(ctx, r.Client, obj, in.Label, checks, settings)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -135,7 +138,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if wrote {
 		// What the cache holds now (it may have seen the writes already).
-		if owned, err = ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label(), obj.GetName()); err != nil {
+		if owned, err = ownedEndpoints(ctx, r.Client, obj.GetNamespace(), in.Label, obj.GetName()); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -165,7 +168,7 @@ func (r *SourceReconciler) claim(ctx context.Context, obj client.Object, hosts [
 			return nil, nil, err
 		}
 		if claimed != "" {
-			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, r.Inspector.Kind())
+			reason, msg := v1.ReasonHostClaimed, fmt.Sprintf("host %s is monitored through %s; this %s does not create a second endpoint for it", h.Name, owner, r.Inspector.Kind)
 			if claimed == claimCollision {
 				reason, msg = v1.ReasonNameCollision, fmt.Sprintf("the Endpoint name %s of host %s is taken by another host, of %s; %s is not monitored", name, h.Name, owner, h.Name)
 			}
@@ -192,7 +195,7 @@ func (r *SourceReconciler) release(ctx context.Context, obj client.Object, owned
 		return ctrl.Result{RequeueAfter: controller.RequeueShortly}, nil // their API objects are being deleted
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	changed := controllerutil.RemoveFinalizer(obj, r.Inspector.Finalizer())
+	changed := controllerutil.RemoveFinalizer(obj, r.Inspector.Finalizer)
 	if obj.GetDeletionTimestamp().IsZero() {
 		ann := obj.GetAnnotations()
 		for _, k := range []string{AnnotationAPIIDs, AnnotationSyncedAt} {
@@ -258,18 +261,18 @@ func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Obje
 		return "the API-defined endpoint " + ep.Name, claimCollision, nil
 	}
 	for _, other := range r.Others {
-		if owner := ep.Labels[other.Label()]; owner != "" {
-			if other.Priority() > r.Inspector.Priority() {
-				return other.Kind() + " " + owner, claim, nil
+		if owner := ep.Labels[other.Label]; owner != "" {
+			if other.Priority > r.Inspector.Priority {
+				return other.Kind + " " + owner, claim, nil
 			}
 			if claim == claimCollision {
 				if held, err := r.exists(ctx, other.New(), obj.GetNamespace(), owner); err != nil || held {
-					return other.Kind() + " " + owner, claim, err
+					return other.Kind + " " + owner, claim, err
 				}
 			}
 		}
 	}
-	owner := ep.Labels[r.Inspector.Label()]
+	owner := ep.Labels[r.Inspector.Label]
 	if owner == "" {
 		if claim == claimCollision && !hasSourceLabel(ep) {
 			// Written by hand for another host: never overwritten.
@@ -288,7 +291,7 @@ func (r *SourceReconciler) claimedElsewhere(ctx context.Context, obj client.Obje
 		return "", "", err
 	}
 	if o.GetDeletionTimestamp().IsZero() && (claim == claimCollision || older(o, obj)) {
-		return r.Inspector.Kind() + " " + owner, claim, nil
+		return r.Inspector.Kind + " " + owner, claim, nil
 	}
 	return "", "", nil
 }
@@ -352,7 +355,7 @@ func IndexEndpoints(ctx context.Context, mgr interface{ GetFieldIndexer() client
 // after the source's deletion passed (their events map to the gone source).
 // The source is read uncached first: the cache may lag behind a new source.
 func (r *SourceReconciler) orphaned(ctx context.Context, req ctrl.Request) error {
-	owned, err := ownedEndpoints(ctx, r.Client, req.Namespace, r.Inspector.Label(), req.Name)
+	owned, err := ownedEndpoints(ctx, r.Client, req.Namespace, r.Inspector.Label, req.Name)
 	if err != nil || len(owned) == 0 {
 		return err
 	}
@@ -367,7 +370,7 @@ func (r *SourceReconciler) orphaned(ctx context.Context, req ctrl.Request) error
 			continue
 		}
 		r.Log.Info("deleting an Endpoint whose source is gone", "namespace", owned[i].Namespace, "name", owned[i].Name,
-			"source", r.Inspector.Label()+"="+req.Name)
+			"source", r.Inspector.Label+"="+req.Name)
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, &owned[i])); err != nil {
 			return err
 		}
